@@ -1,0 +1,132 @@
+import { AckPolicy, DeliverPolicy, type JetStreamClient, type JetStreamManager, type JsMsg } from "nats";
+import type { Sql, TransactionSql } from "./db.js";
+import { domainSubject, wireSubject } from "./events.js";
+import type { Logger } from "./logger.js";
+import { contextFromNatsHeaders, withConsumerSpan } from "./tracing.js";
+
+/** A message that cannot be decoded: it is terminated, never redelivered. */
+export class UndecodableEvent extends Error {}
+
+export interface DurableConsumerOptions {
+  sql: Sql;
+  js: JetStreamClient;
+  jsm: JetStreamManager;
+  /** Stream of the producing service (streamName()). */
+  stream: string;
+  /** Durable name, unique per consuming service and purpose; also the applied-events scope. */
+  durable: string;
+  /** Domain subject filter, e.g. "ledger.commission.refunded". */
+  subject: string;
+  namespace: string;
+  logger: Logger;
+  /**
+   * Applies the event inside `tx`, the transaction that also records the event id. Throw
+   * UndecodableEvent for a message that can never be applied; any other error is retried.
+   */
+  handle(tx: TransactionSql, message: { id: string; subject: string; data: Uint8Array }): Promise<void>;
+}
+
+export interface DurableConsumer {
+  stop(): Promise<void>;
+}
+
+const retryDelaysMs = [1000, 5000, 15_000, 60_000];
+
+/**
+ * Consumes a subject with a durable, explicitly acked JetStream consumer and applies each event
+ * exactly once: the event id (Nats-Msg-Id) is recorded in `applied_events` in the transaction
+ * of the effect, a redelivery of an applied event is acked without effect, and the ack follows
+ * the commit. Transient failures are nak'ed with a growing delay.
+ */
+export async function startDurableConsumer(options: DurableConsumerOptions): Promise<DurableConsumer> {
+  const { sql, js, jsm, stream, durable, namespace, logger } = options;
+  await jsm.consumers.add(stream, {
+    durable_name: durable,
+    ack_policy: AckPolicy.Explicit,
+    deliver_policy: DeliverPolicy.All,
+    filter_subject: wireSubject(namespace, options.subject),
+    ack_wait: 30 * 1e9,
+    max_deliver: -1,
+  });
+  const consumer = await js.consumers.get(stream, durable);
+  const messages = await consumer.consume({ max_messages: 64 });
+
+  const apply = async (msg: JsMsg) => {
+    const id = msg.headers?.get("Nats-Msg-Id") ?? "";
+    if (!id) {
+      logger.error({ subject: msg.subject, seq: msg.seq }, "event without Nats-Msg-Id; terminated");
+      msg.term();
+      return;
+    }
+    try {
+      await withConsumerSpan(`consume ${options.subject}`, contextFromNatsHeaders(msg.headers), () =>
+        sql.begin(async (tx) => {
+          const [fresh] = await tx`
+            insert into applied_events (consumer, event_id) values (${durable}, ${id})
+            on conflict do nothing returning event_id`;
+          if (!fresh) return;
+          await options.handle(tx, { id, subject: domainSubject(namespace, msg.subject), data: msg.data });
+        }),
+      );
+      msg.ack();
+    } catch (error) {
+      if (error instanceof UndecodableEvent) {
+        logger.error({ err: error, eventId: id }, "undecodable event; terminated");
+        msg.term();
+        return;
+      }
+      const delay = retryDelaysMs[Math.min(msg.info.redeliveryCount - 1, retryDelaysMs.length - 1)] ?? 1000;
+      logger.warn({ err: error, eventId: id, retryInMs: delay }, "event not applied; will retry");
+      msg.nak(delay);
+    }
+  };
+
+  const loop = (async () => {
+    for await (const msg of messages) await apply(msg);
+  })();
+
+  return {
+    async stop() {
+      messages.stop();
+      await loop;
+    },
+  };
+}
+
+export interface FollowOptions {
+  js: JetStreamClient;
+  stream: string;
+  /** Domain subject filter. */
+  subject: string;
+  namespace: string;
+  logger: Logger;
+  handle(message: { subject: string; data: Uint8Array }): void;
+}
+
+/**
+ * Follows a subject from now on with an ordered (ephemeral) consumer: every process hears every
+ * event, and nothing is stored about it. For caches that each replica keeps, such as the
+ * gateway's key cache.
+ */
+export async function followEvents(options: FollowOptions): Promise<{ stop(): Promise<void> }> {
+  const consumer = await options.js.consumers.get(options.stream, {
+    filterSubjects: wireSubject(options.namespace, options.subject),
+    deliver_policy: DeliverPolicy.New,
+  });
+  const messages = await consumer.consume();
+  const loop = (async () => {
+    for await (const msg of messages) {
+      try {
+        options.handle({ subject: domainSubject(options.namespace, msg.subject), data: msg.data });
+      } catch (error) {
+        options.logger.error({ err: error, subject: msg.subject }, "event handler failed");
+      }
+    }
+  })();
+  return {
+    async stop() {
+      messages.stop();
+      await loop;
+    },
+  };
+}

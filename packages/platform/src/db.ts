@@ -1,0 +1,67 @@
+import postgres from "postgres";
+
+export type Sql = postgres.Sql<Record<string, never>>;
+export type TransactionSql = postgres.TransactionSql<Record<string, never>>;
+/** A pool or a transaction: store functions take either, so callers choose the boundary. */
+export type Queryable = Sql | TransactionSql;
+
+/**
+ * int8 columns (money, counts) come back as JS numbers. Cents stay exact up to 2^53
+ * (about 90 trillion dollars); a value beyond that is refused rather than rounded.
+ */
+const int8AsNumber = {
+  to: 20,
+  from: [20],
+  serialize: (value: number | bigint) => String(value),
+  parse: (value: string) => {
+    const parsed = Number(value);
+    if (!Number.isSafeInteger(parsed)) throw new RangeError(`int8 value ${value} exceeds 2^53`);
+    return parsed;
+  },
+};
+
+export interface SqlOptions {
+  /** The service's own schema; it is the only one on the search path. */
+  schema: string;
+  max?: number;
+  /** Used in pg_stat_activity, so an operator sees which service holds a connection. */
+  applicationName: string;
+}
+
+/** One pool per service, bound to the service's schema. Rows come back in camelCase. */
+export function createSql(url: string, options: SqlOptions): Sql {
+  return postgres(url, {
+    max: options.max ?? 10,
+    idle_timeout: 30,
+    connect_timeout: 5,
+    transform: postgres.camel,
+    types: { int8: int8AsNumber },
+    connection: { search_path: options.schema, application_name: options.applicationName },
+    onnotice: () => {},
+  }) as unknown as Sql;
+}
+
+/** Postgres error codes the domain reacts to. */
+export const PgCode = {
+  uniqueViolation: "23505",
+  foreignKeyViolation: "23503",
+  serializationFailure: "40001",
+  deadlockDetected: "40P01",
+} as const;
+
+/** The violated constraint's name when `error` is a unique violation, else undefined. */
+export function uniqueViolation(error: unknown): string | undefined {
+  if (error instanceof postgres.PostgresError && error.code === PgCode.uniqueViolation) {
+    return error.constraint_name ?? "";
+  }
+  return undefined;
+}
+
+/** Whether an error means the database could not be reached (as opposed to a bad query). */
+export function isConnectionError(error: unknown): boolean {
+  if (!(error instanceof Error)) return false;
+  const code = (error as { code?: string }).code ?? "";
+  return (
+    ["ECONNREFUSED", "ECONNRESET", "ETIMEDOUT", "ENOTFOUND", "EPIPE", "CONNECT_TIMEOUT", "CONNECTION_CLOSED", "CONNECTION_ENDED", "CONNECTION_DESTROYED", "57P01", "57P03"].includes(code)
+  );
+}

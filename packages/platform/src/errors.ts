@@ -1,0 +1,81 @@
+import { create } from "@bufbuild/protobuf";
+import { Code, ConnectError } from "@connectrpc/connect";
+import { FieldViolationsSchema } from "@affiliate/proto/common";
+
+/** What went wrong, in the vocabulary every service shares. */
+export type DomainErrorKind =
+  | "invalid_argument"
+  | "not_found"
+  | "already_exists"
+  | "failed_precondition"
+  | "unauthenticated"
+  | "permission_denied"
+  | "aborted"
+  | "unavailable";
+
+/** Field name to messages, as in the public validation envelope. */
+export type FieldErrors = Record<string, string[]>;
+
+/**
+ * An expected failure of a use case: the domain throws it, the RPC edge turns it into a
+ * ConnectError with the matching code, and the gateway turns that into the spec's status and
+ * envelope. Anything else thrown is a bug and is answered as INTERNAL with a generic message.
+ */
+export class DomainError extends Error {
+  override readonly name = "DomainError";
+  constructor(
+    readonly kind: DomainErrorKind,
+    message: string,
+    readonly fieldErrors: FieldErrors = {},
+    readonly formErrors: string[] = [],
+  ) {
+    super(message);
+  }
+
+  /** An INVALID_ARGUMENT naming the offending field, shown as a validation envelope. */
+  static invalidField(field: string, message: string): DomainError {
+    return new DomainError("invalid_argument", message, { [field]: [message] });
+  }
+}
+
+const codeOf: Record<DomainErrorKind, Code> = {
+  invalid_argument: Code.InvalidArgument,
+  not_found: Code.NotFound,
+  already_exists: Code.AlreadyExists,
+  failed_precondition: Code.FailedPrecondition,
+  unauthenticated: Code.Unauthenticated,
+  permission_denied: Code.PermissionDenied,
+  aborted: Code.Aborted,
+  unavailable: Code.Unavailable,
+};
+
+/** The ConnectError a DomainError travels as; field errors ride as a FieldViolations detail. */
+export function toConnectError(error: DomainError): ConnectError {
+  const violations = Object.entries(error.fieldErrors).flatMap(([field, messages]) =>
+    messages.map((description) => ({ field, description })),
+  );
+  const details =
+    violations.length > 0 || error.formErrors.length > 0
+      ? [
+          {
+            desc: FieldViolationsSchema,
+            value: create(FieldViolationsSchema, {
+              fieldViolations: violations,
+              formErrors: error.formErrors,
+            }),
+          },
+        ]
+      : [];
+  return new ConnectError(error.message, codeOf[error.kind], undefined, details);
+}
+
+/** The field errors carried by a ConnectError, or undefined when it has none. */
+export function fieldErrorsOf(error: ConnectError): { fieldErrors: FieldErrors; formErrors: string[] } | undefined {
+  const [detail] = error.findDetails(FieldViolationsSchema);
+  if (!detail) return undefined;
+  const fieldErrors: FieldErrors = {};
+  for (const { field, description } of detail.fieldViolations) {
+    (fieldErrors[field] ??= []).push(description);
+  }
+  return { fieldErrors, formErrors: [...detail.formErrors] };
+}

@@ -1,0 +1,86 @@
+import { type DescMessage, type MessageShape, toBinary } from "@bufbuild/protobuf";
+import {
+  AckPolicy,
+  connect,
+  DeliverPolicy,
+  type JetStreamClient,
+  type JetStreamManager,
+  type JsMsg,
+  type NatsConnection,
+  RetentionPolicy,
+  StorageType,
+} from "nats";
+import type { Queryable } from "./db.js";
+import { currentTraceHeaders } from "./tracing.js";
+
+/** Where a service's events live: one stream per owning service, subjects `<service>.>`. */
+export interface EventStreamName {
+  /** The owning service, e.g. "partners". */
+  service: string;
+  /** EVENTS_NAMESPACE; empty in production. */
+  namespace: string;
+}
+
+export function streamName({ service, namespace }: EventStreamName): string {
+  return `${namespace ? `${namespace.toUpperCase()}_` : ""}${service.toUpperCase()}`;
+}
+
+/** The wire subject of a domain subject such as "partners.partnership.created". */
+export function wireSubject(namespace: string, subject: string): string {
+  return namespace ? `${namespace}.${subject}` : subject;
+}
+
+/** The domain subject of a wire subject (the inverse of wireSubject). */
+export function domainSubject(namespace: string, subject: string): string {
+  return namespace && subject.startsWith(`${namespace}.`) ? subject.slice(namespace.length + 1) : subject;
+}
+
+export async function connectNats(url: string, name: string): Promise<NatsConnection> {
+  return connect({ servers: url, name, maxReconnectAttempts: -1, reconnectTimeWait: 500 });
+}
+
+/**
+ * Creates the service's stream if missing. Messages are kept for 7 days at most: long enough
+ * for a consumer that was down to catch up, short enough that customer emails carried by
+ * events do not linger (erasure also purges them).
+ */
+export async function ensureStream(jsm: JetStreamManager, name: EventStreamName): Promise<string> {
+  const stream = streamName(name);
+  const config = {
+    name: stream,
+    subjects: [wireSubject(name.namespace, `${name.service}.>`)],
+    retention: RetentionPolicy.Limits,
+    storage: StorageType.File,
+    max_age: 7 * 24 * 3600 * 1e9,
+    duplicate_window: 120 * 1e9,
+  };
+  try {
+    await jsm.streams.info(stream);
+    await jsm.streams.update(stream, config);
+  } catch {
+    await jsm.streams.add(config);
+  }
+  return stream;
+}
+
+/**
+ * Writes an event into the outbox of the transaction `tx`: it is published if and only if the
+ * transaction commits. `subject` is the domain subject ("partners.partnership.created"). Every
+ * event message carries its own `id` (made with `newId("evt")`), which becomes the outbox key
+ * and the `Nats-Msg-Id`.
+ */
+export async function enqueueEvent<Desc extends DescMessage>(
+  tx: Queryable,
+  subject: string,
+  schema: Desc,
+  message: MessageShape<Desc> & { id: string },
+): Promise<void> {
+  const { id } = message;
+  const bytes = toBinary(schema, message);
+  await tx`
+    insert into outbox (id, subject, payload, headers)
+    values (${id}, ${subject}, ${Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength)},
+            ${tx.json(currentTraceHeaders())})`;
+}
+
+export { AckPolicy, DeliverPolicy, type JetStreamClient, type JsMsg, type NatsConnection };

@@ -1,0 +1,37 @@
+import { trace } from "@opentelemetry/api";
+import { type Logger, pino } from "pino";
+
+export type { Logger };
+
+/**
+ * JSON logs on stdout, one line per event, with the active trace and span ids so a log line
+ * leads to its trace. Secrets are redacted by path as a second line of defence: the first is
+ * never putting keys, emails, names or IPs into log fields at all.
+ */
+export function createLogger(service: string, level = process.env.LOG_LEVEL ?? "info"): Logger {
+  return pino({
+    name: service,
+    level,
+    base: { service },
+    timestamp: pino.stdTimeFunctions.isoTime,
+    formatters: { level: (label) => ({ level: label }) },
+    mixin() {
+      const span = trace.getActiveSpan()?.spanContext();
+      return span ? { trace_id: span.traceId, span_id: span.spanId } : {};
+    },
+    redact: {
+      paths: [
+        "apiKey",
+        "api_key",
+        "secret_key",
+        "test_secret_key",
+        "email",
+        "*.email",
+        'headers["x-api-key"]',
+        'req.headers["x-api-key"]',
+        "req.headers.authorization",
+      ],
+      censor: "[redacted]",
+    },
+  });
+}

@@ -1,0 +1,66 @@
+import { createHash } from "node:crypto";
+import { readdir, readFile } from "node:fs/promises";
+import { dirname, join } from "node:path";
+import { fileURLToPath } from "node:url";
+import type { Sql } from "./db.js";
+
+export interface MigrationResult {
+  applied: string[];
+}
+
+const migrationFile = /^(\d{4})_[a-z0-9_]+\.sql$/;
+
+/** The platform's own tables (outbox, applied events), applied before every service's. */
+const platformMigrations = join(dirname(fileURLToPath(import.meta.url)), "..", "migrations");
+
+async function migrationsIn(directory: string, prefix: string) {
+  const names = (await readdir(directory)).filter((name) => migrationFile.test(name)).sort();
+  return names.map((name) => ({ id: `${prefix}${name}`, path: join(directory, name) }));
+}
+
+/**
+ * Applies the platform's migrations and then the forward-only SQL migrations in `directory`
+ * (files `0001_name.sql`, in order) to `schema`, all in one transaction (a failing migration
+ * leaves nothing half-applied), recording name and checksum in
+ * `<schema>.schema_migrations`. Safe to run from several replicas at once: an advisory lock per
+ * schema serialises them. An applied migration whose file changed stops the run: history is
+ * never rewritten, a fix is a new migration.
+ */
+export async function migrate(sql: Sql, schema: string, directory: string): Promise<MigrationResult> {
+  const files = [
+    ...(await migrationsIn(platformMigrations, "platform/")),
+    ...(await migrationsIn(directory, "")),
+  ];
+  const applied: string[] = [];
+  await sql.begin(async (tx) => {
+    await tx`select pg_advisory_xact_lock(hashtext(${`migrate:${schema}`}))`;
+    await tx.unsafe(`create schema if not exists "${schema}"`);
+    await tx.unsafe(`create table if not exists "${schema}".schema_migrations (
+      name text primary key,
+      checksum text not null,
+      applied_at timestamptz not null default now()
+    )`);
+    const done = new Map<string, string>();
+    for (const row of await tx.unsafe(`select name, checksum from "${schema}".schema_migrations`)) {
+      done.set(row.name as string, row.checksum as string);
+    }
+    for (const { id: name, path } of files) {
+      const text = await readFile(path, "utf8");
+      const checksum = createHash("sha256").update(text).digest("hex");
+      const previous = done.get(name);
+      if (previous !== undefined) {
+        if (previous !== checksum) {
+          throw new Error(`migration ${schema}/${name} changed after it was applied; add a new migration instead`);
+        }
+        continue;
+      }
+      await tx.savepoint(async (step) => {
+        await step.unsafe(`set local search_path to "${schema}"`);
+        await step.unsafe(text);
+        await step.unsafe(`insert into "${schema}".schema_migrations (name, checksum) values ($1, $2)`, [name, checksum]);
+      });
+      applied.push(name);
+    }
+  });
+  return { applied };
+}

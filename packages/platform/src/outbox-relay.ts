@@ -1,0 +1,125 @@
+import type { JetStreamClient } from "nats";
+import type { Sql } from "./db.js";
+import { wireSubject } from "./events.js";
+import type { Logger } from "./logger.js";
+import { toNatsHeaders } from "./tracing.js";
+
+export interface OutboxRelayOptions {
+  sql: Sql;
+  js: JetStreamClient;
+  /** The service's schema; its outbox trigger notifies on `<schema>_outbox`. */
+  schema: string;
+  namespace: string;
+  logger: Logger;
+  /** Poll interval when no notification arrives (a missed NOTIFY costs at most this). */
+  pollMs?: number;
+  batchSize?: number;
+}
+
+export interface OutboxRelay {
+  /** Publishes what is due now; resolves with the number of events published. */
+  flush(): Promise<number>;
+  /** Stops after the batch in flight, publishing what is already due first. */
+  stop(): Promise<void>;
+}
+
+/**
+ * Publishes outbox rows to JetStream in commit order, with the event id as `Nats-Msg-Id` so the
+ * stream drops a re-publish after a crash between publish and delete. Rows are locked with SKIP
+ * LOCKED, so several replicas can relay the same outbox. If NATS is down the transaction rolls
+ * back, the rows stay, and the relay retries with back-off: nothing is lost.
+ */
+export function startOutboxRelay(options: OutboxRelayOptions): OutboxRelay {
+  const { sql, js, schema, namespace, logger } = options;
+  const pollMs = options.pollMs ?? 1000;
+  const batchSize = options.batchSize ?? 200;
+  let stopped = false;
+  let wake: (() => void) | undefined;
+  // Set by a NOTIFY; a notification that arrives during a flush makes the next sleep return
+  // at once instead of being lost.
+  let notified = false;
+  let failures = 0;
+
+  const publishBatch = () =>
+    sql.begin(async (tx) => {
+      const rows = await tx<{ id: string; subject: string; payload: Buffer; headers: Record<string, string> }[]>`
+        select id, subject, payload, headers from outbox
+        order by seq limit ${batchSize}
+        for update skip locked`;
+      if (rows.length === 0) return 0;
+      // Publishes are pipelined on one connection, so the stream keeps their order.
+      await Promise.all(
+        rows.map((row) =>
+          js.publish(wireSubject(namespace, row.subject), row.payload, {
+            msgID: row.id,
+            headers: toNatsHeaders(row.headers),
+          }),
+        ),
+      );
+      await tx`delete from outbox where id in ${tx(rows.map((row) => row.id))}`;
+      return rows.length;
+    });
+
+  const flush = async () => {
+    let total = 0;
+    for (;;) {
+      const published = await publishBatch();
+      total += published;
+      if (published < batchSize) return total;
+    }
+  };
+
+  const sleep = (ms: number) =>
+    new Promise<void>((resolve) => {
+      if (notified || stopped) return resolve();
+      const done = () => {
+        clearTimeout(timer);
+        wake = undefined;
+        resolve();
+      };
+      const timer = setTimeout(done, ms);
+      wake = done;
+    });
+  const onNotify = () => {
+    notified = true;
+    wake?.();
+  };
+
+  const listening = sql
+    .listen(`${schema}_outbox`, onNotify)
+    .catch((error: unknown) => {
+      logger.warn({ err: error }, "outbox relay could not LISTEN; falling back to polling");
+      return undefined;
+    });
+
+  const loop = (async () => {
+    while (!stopped) {
+      try {
+        notified = false;
+        await flush();
+        failures = 0;
+        await sleep(pollMs);
+      } catch (error) {
+        failures += 1;
+        const backoff = Math.min(pollMs * 2 ** failures, 30_000);
+        logger.warn({ err: error, retryInMs: backoff }, "outbox relay failed to publish; will retry");
+        await sleep(backoff);
+      }
+    }
+  })();
+
+  return {
+    flush,
+    async stop() {
+      stopped = true;
+      onNotify();
+      await loop;
+      await (await listening)?.unlisten();
+      try {
+        await flush();
+      } catch (error) {
+        logger.warn({ err: error }, "outbox relay could not flush on shutdown; rows stay for the next start");
+      }
+    },
+  };
+}

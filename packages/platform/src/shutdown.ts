@@ -1,0 +1,44 @@
+import { trace } from "@opentelemetry/api";
+import type { Logger } from "./logger.js";
+
+export type ShutdownStep = [name: string, run: () => Promise<unknown> | unknown];
+
+/**
+ * On SIGTERM or SIGINT, runs the steps in order (stop accepting, finish in-flight work, drain
+ * consumers, flush the outbox, close connections) and exits 0. A step that fails is logged and
+ * the rest still run. A second signal, or 20 s without finishing, exits 1 at once.
+ */
+export function onShutdown(logger: Logger, steps: ShutdownStep[]): void {
+  let shuttingDown = false;
+  const shutdown = async (signal: string) => {
+    if (shuttingDown) {
+      logger.warn({ signal }, "second signal; exiting now");
+      process.exit(1);
+    }
+    shuttingDown = true;
+    logger.info({ signal }, "shutting down");
+    setTimeout(() => {
+      logger.error("shutdown took longer than 20 s; exiting");
+      process.exit(1);
+    }, 20_000).unref();
+    for (const [name, run] of steps) {
+      try {
+        await run();
+      } catch (error) {
+        logger.warn({ err: error, step: name }, "shutdown step failed");
+      }
+    }
+    await flushSpans();
+    logger.info("stopped");
+    process.exit(0);
+  };
+  process.once("SIGTERM", () => void shutdown("SIGTERM"));
+  process.once("SIGINT", () => void shutdown("SIGINT"));
+}
+
+/** Exports the spans still buffered: process.exit skips the SDK's own exit hook. */
+async function flushSpans(): Promise<void> {
+  const proxy = trace.getTracerProvider() as { getDelegate?: () => unknown };
+  const provider = proxy.getDelegate?.() as { forceFlush?: () => Promise<void> } | undefined;
+  await provider?.forceFlush?.().catch(() => undefined);
+}
