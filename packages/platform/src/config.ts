@@ -25,9 +25,7 @@ export function loadConfig<S extends z.ZodRawShape>(
 ): Readonly<z.infer<z.ZodObject<S>>> {
   const parsed = z.object(shape).safeParse(env);
   if (!parsed.success) {
-    const problems = parsed.error.issues
-      .map((issue) => `${issue.path.join(".")}: ${issue.message}`)
-      .join("; ");
+    const problems = parsed.error.issues.map((issue) => `${issue.path.join(".")}: ${issue.message}`).join("; ");
     process.stderr.write(`configuration error: ${problems}\n`);
     process.exit(1);
   }

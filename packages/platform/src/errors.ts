@@ -1,6 +1,6 @@
+import { FieldViolationsSchema } from "@affiliate/proto/common";
 import { create } from "@bufbuild/protobuf";
 import { Code, ConnectError } from "@connectrpc/connect";
-import { FieldViolationsSchema } from "@affiliate/proto/common";
 
 /** What went wrong, in the vocabulary every service shares. */
 export type DomainErrorKind =
@@ -75,7 +75,7 @@ export function fieldErrorsOf(error: ConnectError): { fieldErrors: FieldErrors; 
   if (!detail) return undefined;
   const fieldErrors: FieldErrors = {};
   for (const { field, description } of detail.fieldViolations) {
-    (fieldErrors[field] ??= []).push(description);
+    fieldErrors[field] = [...(fieldErrors[field] ?? []), description];
   }
   return { fieldErrors, formErrors: [...detail.formErrors] };
 }

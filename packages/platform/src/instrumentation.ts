@@ -14,9 +14,7 @@ import { NodeSDK, tracing } from "@opentelemetry/sdk-node";
 process.env.OTEL_METRICS_EXPORTER ??= "none";
 process.env.OTEL_LOGS_EXPORTER ??= "none";
 
-const exporting = Boolean(
-  process.env.OTEL_EXPORTER_OTLP_ENDPOINT || process.env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT,
-);
+const exporting = Boolean(process.env.OTEL_EXPORTER_OTLP_ENDPOINT || process.env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT);
 const probePaths = new Set(["/healthz", "/readyz"]);
 
 const sdk = new NodeSDK({

@@ -27,10 +27,7 @@ async function migrationsIn(directory: string, prefix: string) {
  * never rewritten, a fix is a new migration.
  */
 export async function migrate(sql: Sql, schema: string, directory: string): Promise<MigrationResult> {
-  const files = [
-    ...(await migrationsIn(platformMigrations, "platform/")),
-    ...(await migrationsIn(directory, "")),
-  ];
+  const files = [...(await migrationsIn(platformMigrations, "platform/")), ...(await migrationsIn(directory, ""))];
   const applied: string[] = [];
   await sql.begin(async (tx) => {
     await tx`select pg_advisory_xact_lock(hashtext(${`migrate:${schema}`}))`;
@@ -57,7 +54,10 @@ export async function migrate(sql: Sql, schema: string, directory: string): Prom
       await tx.savepoint(async (step) => {
         await step.unsafe(`set local search_path to "${schema}"`);
         await step.unsafe(text);
-        await step.unsafe(`insert into "${schema}".schema_migrations (name, checksum) values ($1, $2)`, [name, checksum]);
+        await step.unsafe(`insert into "${schema}".schema_migrations (name, checksum) values ($1, $2)`, [
+          name,
+          checksum,
+        ]);
       });
       applied.push(name);
     }

@@ -85,12 +85,10 @@ export function startOutboxRelay(options: OutboxRelayOptions): OutboxRelay {
     wake?.();
   };
 
-  const listening = sql
-    .listen(`${schema}_outbox`, onNotify)
-    .catch((error: unknown) => {
-      logger.warn({ err: error }, "outbox relay could not LISTEN; falling back to polling");
-      return undefined;
-    });
+  const listening = sql.listen(`${schema}_outbox`, onNotify).catch((error: unknown) => {
+    logger.warn({ err: error }, "outbox relay could not LISTEN; falling back to polling");
+    return undefined;
+  });
 
   const loop = (async () => {
     while (!stopped) {

@@ -18,7 +18,8 @@ export class PageTokens {
 
   /** The position after which the next page starts; invalid tokens are INVALID_ARGUMENT on `cursor`. */
   decode(scope: string, token: string): string {
-    const invalid = () => DomainError.invalidField("cursor", "Invalid cursor: pass next_cursor from a previous page unchanged");
+    const invalid = () =>
+      DomainError.invalidField("cursor", "Invalid cursor: pass next_cursor from a previous page unchanged");
     const [payload, signature, extra] = token.split(".");
     if (!payload || !signature || extra !== undefined) throw invalid();
     const expected = Buffer.from(this.sign(scope, payload));

@@ -1,9 +1,16 @@
 import http2 from "node:http2";
 import type { AddressInfo } from "node:net";
-import { create } from "@bufbuild/protobuf";
-import { Code, ConnectError, type ConnectRouter, type Interceptor, type ServiceImpl, type Transport } from "@connectrpc/connect";
-import { connectNodeAdapter, createConnectTransport } from "@connectrpc/connect-node";
 import { Health, HealthCheckResponse_ServingStatus, HealthCheckResponseSchema } from "@affiliate/proto/health";
+import { create } from "@bufbuild/protobuf";
+import {
+  Code,
+  ConnectError,
+  type ConnectRouter,
+  type Interceptor,
+  type ServiceImpl,
+  type Transport,
+} from "@connectrpc/connect";
+import { connectNodeAdapter, createConnectTransport } from "@connectrpc/connect-node";
 import { isConnectionError } from "./db.js";
 import { DomainError, toConnectError } from "./errors.js";
 import type { Logger } from "./logger.js";

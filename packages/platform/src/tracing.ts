@@ -1,13 +1,6 @@
 import type { Interceptor } from "@connectrpc/connect";
-import {
-  type Context,
-  context,
-  propagation,
-  SpanKind,
-  SpanStatusCode,
-  trace,
-} from "@opentelemetry/api";
-import { headers as natsHeaders, type MsgHdrs } from "nats";
+import { type Context, context, propagation, SpanKind, SpanStatusCode, trace } from "@opentelemetry/api";
+import { type MsgHdrs, headers as natsHeaders } from "nats";
 
 const tracer = trace.getTracer("@affiliate/platform");
 
@@ -84,11 +77,7 @@ export function contextFromNatsHeaders(hdrs: MsgHdrs | undefined): Context {
 }
 
 /** Runs `fn` in a consumer span that continues the producer's trace. */
-export function withConsumerSpan<T>(
-  name: string,
-  parent: Context,
-  fn: () => Promise<T>,
-): Promise<T> {
+export function withConsumerSpan<T>(name: string, parent: Context, fn: () => Promise<T>): Promise<T> {
   return tracer.startActiveSpan(name, { kind: SpanKind.CONSUMER }, parent, async (span) => {
     try {
       return await fn();

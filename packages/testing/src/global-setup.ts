@@ -1,0 +1,12 @@
+import { resolveInfrastructure } from "./infrastructure.js";
+
+/**
+ * Vitest global setup: finds (or starts) Postgres and NATS once per test run and hands their
+ * URLs to the test workers through the environment.
+ */
+export default async function setup(): Promise<() => Promise<void>> {
+  const infrastructure = await resolveInfrastructure();
+  process.env.DATABASE_URL = infrastructure.databaseUrl;
+  process.env.NATS_URL = infrastructure.natsUrl;
+  return () => infrastructure.stop();
+}

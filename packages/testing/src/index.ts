@@ -1,0 +1,3 @@
+export * from "./database.js";
+export * from "./infrastructure.js";
+export * from "./nats.js";

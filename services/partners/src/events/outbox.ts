@@ -1,0 +1,68 @@
+import { enqueueEvent, newId, type Queryable } from "@affiliate/platform";
+import {
+  PartnershipCreatedSchema,
+  PartnershipReactivatedSchema,
+  PartnershipRemovedSchema,
+  ProductKeysRotatedSchema,
+} from "@affiliate/proto/partners";
+import { create } from "@bufbuild/protobuf";
+import { timestampNow } from "@bufbuild/protobuf/wkt";
+import type { Partnership } from "../domain/types.js";
+import { partnershipToProto } from "../rpc/mappers.js";
+
+/** Subjects of the events this service publishes (stream PARTNERS). */
+export const subjects = {
+  partnershipCreated: "partners.partnership.created",
+  partnershipReactivated: "partners.partnership.reactivated",
+  partnershipRemoved: "partners.partnership.removed",
+  productKeysRotated: "partners.product.keys_rotated",
+} as const;
+
+/** Each function writes one event into the outbox of the caller's transaction. */
+export const outbox = {
+  partnershipCreated: (tx: Queryable, partnership: Partnership, facts: { newAffiliate: boolean; notify: boolean }) =>
+    enqueueEvent(
+      tx,
+      subjects.partnershipCreated,
+      PartnershipCreatedSchema,
+      create(PartnershipCreatedSchema, {
+        id: newId("evt"),
+        occurredAt: timestampNow(),
+        partnership: partnershipToProto(partnership),
+        ...facts,
+      }),
+    ),
+
+  partnershipReactivated: (tx: Queryable, partnership: Partnership, facts: { notify: boolean }) =>
+    enqueueEvent(
+      tx,
+      subjects.partnershipReactivated,
+      PartnershipReactivatedSchema,
+      create(PartnershipReactivatedSchema, {
+        id: newId("evt"),
+        occurredAt: timestampNow(),
+        partnership: partnershipToProto(partnership),
+        ...facts,
+      }),
+    ),
+
+  partnershipRemoved: (tx: Queryable, partnership: Partnership) =>
+    enqueueEvent(
+      tx,
+      subjects.partnershipRemoved,
+      PartnershipRemovedSchema,
+      create(PartnershipRemovedSchema, {
+        id: newId("evt"),
+        occurredAt: timestampNow(),
+        partnership: partnershipToProto(partnership),
+      }),
+    ),
+
+  productKeysRotated: (tx: Queryable, productId: string) =>
+    enqueueEvent(
+      tx,
+      subjects.productKeysRotated,
+      ProductKeysRotatedSchema,
+      create(ProductKeysRotatedSchema, { id: newId("evt"), occurredAt: timestampNow(), productId }),
+    ),
+};

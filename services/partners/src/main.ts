@@ -1,0 +1,39 @@
+/** The partners process: config -> connections -> RPC server and outbox relay -> close on SIGTERM. */
+import {
+  connectNats,
+  createLogger,
+  createSql,
+  ensureStream,
+  onShutdown,
+  PageTokens,
+  startOutboxRelay,
+  startRpcServer,
+} from "@affiliate/platform";
+import { loadPartnersConfig } from "./config.js";
+import { routes, schema } from "./server.js";
+
+const config = loadPartnersConfig();
+const logger = createLogger("partners", config.LOG_LEVEL);
+const sql = createSql(config.DATABASE_URL, { schema, max: config.DATABASE_POOL_SIZE, applicationName: "partners" });
+const nats = await connectNats(config.NATS_URL, "partners");
+await ensureStream(await nats.jetstreamManager(), { service: "partners", namespace: config.EVENTS_NAMESPACE });
+const relay = startOutboxRelay({ sql, js: nats.jetstream(), schema, namespace: config.EVENTS_NAMESPACE, logger });
+
+const server = await startRpcServer({
+  port: config.RPC_PORT,
+  host: config.RPC_HOST,
+  logger,
+  routes: routes({ sql, pageTokens: new PageTokens(config.PAGE_TOKEN_SECRET) }),
+  readiness: async () => {
+    if (nats.isClosed()) return false;
+    await sql`select 1`;
+    return true;
+  },
+});
+
+onShutdown(logger, [
+  ["rpc server", () => server.close()],
+  ["outbox relay", () => relay.stop()],
+  ["nats", () => nats.drain()],
+  ["database", () => sql.end({ timeout: 5 })],
+]);

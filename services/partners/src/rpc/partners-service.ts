@@ -1,0 +1,111 @@
+import { DomainError, type PageTokens, type Sql } from "@affiliate/platform";
+import {
+  type AffiliateRegistration,
+  BulkRegistrationResultSchema,
+  PartnershipStatus,
+  type PartnersService,
+} from "@affiliate/proto/partners";
+import { create } from "@bufbuild/protobuf";
+import type { ServiceImpl } from "@connectrpc/connect";
+import { authenticate } from "../domain/authenticate.js";
+import { bulkRegisterAffiliates } from "../domain/bulk-register-affiliates.js";
+import { listPartnershipsPage } from "../domain/list-partnerships.js";
+import { registerAffiliate } from "../domain/register-affiliate.js";
+import type { Registration } from "../domain/types.js";
+import { updatePartnershipStatus } from "../domain/update-partnership-status.js";
+import { updateProgram } from "../domain/update-program.js";
+import { getPartnershipOrThrow } from "../store/partnerships.js";
+import { getProgramOrThrow } from "../store/programs.js";
+import { keyModeToProto, outcomeToProto, partnershipToProto, programToProto, statusFromProto } from "./mappers.js";
+
+export interface PartnersServiceDeps {
+  sql: Sql;
+  pageTokens: PageTokens;
+}
+
+const registrationFromProto = (registration: AffiliateRegistration | undefined): Registration => ({
+  email: registration?.email ?? "",
+  name: registration?.name,
+  referralCode: registration?.referralCode,
+  sponsorReferralCode: registration?.sponsorReferralCode,
+});
+
+/** Thin handlers: decode, call one use case, encode. Errors are mapped by the server's interceptor. */
+export function createPartnersService({ sql, pageTokens }: PartnersServiceDeps): ServiceImpl<typeof PartnersService> {
+  return {
+    async authenticate(req) {
+      const key = await authenticate(sql, req.apiKey);
+      return { productId: key.productId, mode: keyModeToProto[key.mode] };
+    },
+
+    async getProgram(req) {
+      return { program: programToProto(await getProgramOrThrow(sql, req.productId)) };
+    },
+
+    async updateProgram(req) {
+      const program = await updateProgram(sql, req.productId, {
+        commissionRateBps: req.commissionRateBps,
+        tier2RateBps: req.tier2RateBps,
+        holdDays: req.holdDays,
+        payoutMinimumCents: req.payoutMinimumCents === undefined ? undefined : Number(req.payoutMinimumCents),
+        attributionWindowDays: req.attributionWindowDays,
+        autoApprove: req.autoApprove,
+      });
+      return { program: programToProto(program) };
+    },
+
+    async registerAffiliate(req) {
+      const result = await registerAffiliate(sql, req.productId, registrationFromProto(req.registration), {
+        notify: req.notify,
+      });
+      return { outcome: outcomeToProto[result.outcome], partnership: partnershipToProto(result.partnership) };
+    },
+
+    async bulkRegisterAffiliates(req) {
+      const results = await bulkRegisterAffiliates(sql, req.productId, req.registrations.map(registrationFromProto), {
+        notify: req.notify,
+      });
+      return {
+        results: results.map((entry) =>
+          create(BulkRegistrationResultSchema, {
+            email: entry.email,
+            result:
+              "error" in entry
+                ? { case: "error", value: entry.error }
+                : {
+                    case: "registered",
+                    value: { outcome: outcomeToProto[entry.outcome], partnershipId: entry.partnershipId },
+                  },
+          }),
+        ),
+      };
+    },
+
+    async listPartnerships(req) {
+      const status = req.status === PartnershipStatus.UNSPECIFIED ? undefined : statusFromProto(req.status);
+      if (req.status !== PartnershipStatus.UNSPECIFIED && !status) {
+        throw DomainError.invalidField("status", "Unknown status");
+      }
+      const page = await listPartnershipsPage(sql, pageTokens, {
+        productId: req.productId,
+        status,
+        pageSize: req.pageSize,
+        pageToken: req.pageToken,
+      });
+      return { partnerships: page.partnerships.map(partnershipToProto), nextPageToken: page.nextPageToken };
+    },
+
+    async getPartnership(req) {
+      return { partnership: partnershipToProto(await getPartnershipOrThrow(sql, req.productId, req.partnershipId)) };
+    },
+
+    async updatePartnershipStatus(req) {
+      const status = statusFromProto(req.status);
+      if (!status || status === "pending") {
+        throw DomainError.invalidField("status", "Status must be active, rejected or removed");
+      }
+      const partnership = await updatePartnershipStatus(sql, req.productId, req.partnershipId, status);
+      return { partnership: partnershipToProto(partnership) };
+    },
+  };
+}

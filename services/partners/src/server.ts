@@ -1,0 +1,19 @@
+import { dirname, join } from "node:path";
+import { fileURLToPath } from "node:url";
+import type { PageTokens, Sql } from "@affiliate/platform";
+import { PartnersAdminService, PartnersService } from "@affiliate/proto/partners";
+import type { ConnectRouter } from "@connectrpc/connect";
+import { createAdminService } from "./rpc/admin-service.js";
+import { createPartnersService } from "./rpc/partners-service.js";
+
+/** The schema this service owns; it touches no other. */
+export const schema = "partners";
+export const migrationsDirectory = join(dirname(fileURLToPath(import.meta.url)), "..", "migrations");
+
+/** Registers the service's RPCs on a router; used by main.ts and by tests' in-memory transports. */
+export function routes(deps: { sql: Sql; pageTokens: PageTokens }) {
+  return (router: ConnectRouter) => {
+    router.service(PartnersService, createPartnersService(deps));
+    router.service(PartnersAdminService, createAdminService(deps));
+  };
+}

@@ -1,0 +1,123 @@
+import { DomainError, type Queryable } from "@affiliate/platform";
+import type { Affiliate, Partnership, PartnershipStatus } from "../domain/types.js";
+
+interface PartnershipRow {
+  id: string;
+  productId: string;
+  status: PartnershipStatus;
+  referralCode: string;
+  createdAt: Date;
+  sponsorPartnershipId: string | null;
+  affiliateId: string;
+  affiliateEmail: string;
+  affiliateName: string;
+}
+
+const toPartnership = (row: PartnershipRow): Partnership => ({
+  id: row.id,
+  productId: row.productId,
+  status: row.status,
+  referralCode: row.referralCode,
+  createdAt: row.createdAt,
+  sponsorPartnershipId: row.sponsorPartnershipId,
+  affiliate: { id: row.affiliateId, email: row.affiliateEmail, name: row.affiliateName },
+});
+
+const selectPartnership = (sql: Queryable) => sql`
+  select p.id, p.product_id, p.status, p.referral_code, p.created_at, p.sponsor_partnership_id,
+         a.id as affiliate_id, a.email as affiliate_email, a.name as affiliate_name
+  from partnerships p join affiliates a on a.id = p.affiliate_id`;
+
+/** Tenancy is part of the lookup: another product's partnership is simply not found. */
+export async function getPartnershipOrThrow(sql: Queryable, productId: string, id: string): Promise<Partnership> {
+  const [row] = await sql<PartnershipRow[]>`
+    ${selectPartnership(sql)} where p.product_id = ${productId} and p.id = ${id}`;
+  if (!row) throw new DomainError("not_found", `Affiliate ${id} not found`);
+  return toPartnership(row);
+}
+
+/** The affiliate's partnership in this product, locked for the caller's transaction. */
+export async function lockPartnershipOfAffiliate(
+  sql: Queryable,
+  productId: string,
+  affiliateId: string,
+): Promise<{ id: string; status: PartnershipStatus } | undefined> {
+  const [row] = await sql<{ id: string; status: PartnershipStatus }[]>`
+    select id, status from partnerships
+    where product_id = ${productId} and affiliate_id = ${affiliateId}
+    for update`;
+  return row;
+}
+
+export async function lockPartnershipOrThrow(
+  sql: Queryable,
+  productId: string,
+  id: string,
+): Promise<{ id: string; status: PartnershipStatus }> {
+  const [row] = await sql<{ id: string; status: PartnershipStatus }[]>`
+    select id, status from partnerships where product_id = ${productId} and id = ${id} for update`;
+  if (!row) throw new DomainError("not_found", `Affiliate ${id} not found`);
+  return row;
+}
+
+export async function findActivePartnershipByCode(
+  sql: Queryable,
+  productId: string,
+  referralCode: string,
+): Promise<{ id: string } | undefined> {
+  const [row] = await sql<{ id: string }[]>`
+    select id from partnerships
+    where product_id = ${productId} and lower(referral_code) = lower(${referralCode}) and status = 'active'`;
+  return row;
+}
+
+export async function insertPartnership(
+  sql: Queryable,
+  partnership: {
+    id: string;
+    productId: string;
+    affiliateId: string;
+    status: PartnershipStatus;
+    referralCode: string;
+    sponsorPartnershipId: string | null;
+  },
+): Promise<void> {
+  await sql`
+    insert into partnerships (id, product_id, affiliate_id, status, referral_code, sponsor_partnership_id)
+    values (${partnership.id}, ${partnership.productId}, ${partnership.affiliateId}, ${partnership.status},
+            ${partnership.referralCode}, ${partnership.sponsorPartnershipId})`;
+}
+
+export async function setPartnershipStatus(sql: Queryable, id: string, status: PartnershipStatus): Promise<void> {
+  await sql`update partnerships set status = ${status}, updated_at = now() where id = ${id}`;
+}
+
+/** One page, newest first, after the keyset position `afterId`; `limit + 1` rows tell whether more exist. */
+export async function listPartnerships(
+  sql: Queryable,
+  query: { productId: string; status: PartnershipStatus | undefined; afterId: string | undefined; limit: number },
+): Promise<Partnership[]> {
+  const rows = await sql<PartnershipRow[]>`
+    ${selectPartnership(sql)}
+    where p.product_id = ${query.productId}
+      ${query.status ? sql`and p.status = ${query.status}` : sql``}
+      ${query.afterId ? sql`and p.id < ${query.afterId}` : sql``}
+    order by p.id desc
+    limit ${query.limit}`;
+  return rows.map(toPartnership);
+}
+
+/** Inserts the profile unless the email exists; returns the profile and whether it is new. */
+export async function upsertAffiliate(
+  sql: Queryable,
+  affiliate: Affiliate,
+): Promise<{ affiliate: Affiliate; isNew: boolean }> {
+  const [inserted] = await sql<Affiliate[]>`
+    insert into affiliates (id, email, name) values (${affiliate.id}, ${affiliate.email}, ${affiliate.name})
+    on conflict (email) do nothing
+    returning id, email, name`;
+  if (inserted) return { affiliate: inserted, isNew: true };
+  const [existing] = await sql<Affiliate[]>`select id, email, name from affiliates where email = ${affiliate.email}`;
+  if (!existing) throw new Error("affiliate profile vanished between insert and select");
+  return { affiliate: existing, isNew: false };
+}

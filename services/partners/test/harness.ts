@@ -1,0 +1,40 @@
+import { createLogger, createSql, errorMapping, migrate, PageTokens, type Sql } from "@affiliate/platform";
+import { PartnersAdminService, PartnersService } from "@affiliate/proto/partners";
+import { createTestDatabase, type TestDatabase } from "@affiliate/testing";
+import { createClient, createRouterTransport } from "@connectrpc/connect";
+import { migrationsDirectory, routes, schema } from "../src/server.js";
+
+export interface Harness {
+  sql: Sql;
+  partners: ReturnType<typeof createClient<typeof PartnersService>>;
+  admin: ReturnType<typeof createClient<typeof PartnersAdminService>>;
+  database: TestDatabase;
+  close(): Promise<void>;
+}
+
+/**
+ * The partners service over an in-memory transport, on a fresh, migrated database of its own;
+ * errors are mapped by the same interceptor as in production.
+ */
+export async function startHarness(): Promise<Harness> {
+  const database = await createTestDatabase();
+  const sql = createSql(database.url, { schema, max: 5, applicationName: "partners-test" });
+  await migrate(sql, schema, migrationsDirectory);
+  const transport = createRouterTransport(routes({ sql, pageTokens: new PageTokens("test-page-token-secret") }), {
+    router: { interceptors: [errorMapping(createLogger("partners-test", "silent"))] },
+  });
+  return {
+    sql,
+    database,
+    partners: createClient(PartnersService, transport),
+    admin: createClient(PartnersAdminService, transport),
+    async close() {
+      await sql.end();
+      await database.drop();
+    },
+  };
+}
+
+let counter = 0;
+/** A unique email for this run. */
+export const uniqueEmail = (tag = "aff") => `${tag}-${Date.now().toString(36)}-${++counter}@example.com`;
