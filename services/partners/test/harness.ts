@@ -38,3 +38,9 @@ export async function startHarness(): Promise<Harness> {
 let counter = 0;
 /** A unique email for this run. */
 export const uniqueEmail = (tag = "aff") => `${tag}-${Date.now().toString(36)}-${++counter}@example.com`;
+
+/** The `count` column of a single-row query such as `select count(*)::int as count …`. */
+export async function countOf(rows: Promise<readonly { count?: unknown }[]>): Promise<number> {
+  const [row] = await rows;
+  return Number(row?.count);
+}

@@ -2,7 +2,7 @@ import { fieldErrorsOf } from "@affiliate/platform";
 import { PartnershipStatus, RegistrationOutcome } from "@affiliate/proto/partners";
 import { Code, ConnectError } from "@connectrpc/connect";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { type Harness, startHarness, uniqueEmail } from "./harness.js";
+import { countOf, type Harness, startHarness, uniqueEmail } from "./harness.js";
 
 let h: Harness;
 beforeAll(async () => {
@@ -69,9 +69,7 @@ describe("registering one affiliate", () => {
     });
     expect(joined.outcome).toBe(RegistrationOutcome.JOINED);
     expect(joined.partnership?.affiliate).toEqual(created.partnership?.affiliate);
-    const [{ count }] = await h.sql<
-      { count: number }[]
-    >`select count(*)::int as count from affiliates where email = ${email}`;
+    const count = await countOf(h.sql`select count(*)::int as count from affiliates where email = ${email}`);
     expect(count).toBe(1);
   });
 
@@ -191,9 +189,7 @@ describe("registering one affiliate", () => {
           }),
         ),
       ).toMatchObject({ code: Code.InvalidArgument, fields: { sponsorReferralCode: [expect.any(String)] } });
-      const [{ count }] = await h.sql<
-        { count: number }[]
-      >`select count(*)::int as count from affiliates where email = ${email}`;
+      const count = await countOf(h.sql`select count(*)::int as count from affiliates where email = ${email}`);
       expect(count).toBe(0);
     }
   });
@@ -250,8 +246,8 @@ describe("registering one affiliate", () => {
     for (const r of results.filter((r) => r.status === "rejected")) {
       expect(ConnectError.from((r as PromiseRejectedResult).reason).code).toBe(Code.AlreadyExists);
     }
-    const [{ count }] = await h.sql<{ count: number }[]>`
-      select count(*)::int as count from partnerships p join affiliates a on a.id = p.affiliate_id where a.email = ${email}`;
+    const count = await countOf(h.sql`
+      select count(*)::int as count from partnerships p join affiliates a on a.id = p.affiliate_id where a.email = ${email}`);
     expect(count).toBe(1);
   });
 
@@ -280,9 +276,7 @@ describe("registering one affiliate", () => {
         )
       ).code,
     ).toBe(Code.NotFound);
-    const [{ count }] = await h.sql<
-      { count: number }[]
-    >`select count(*)::int as count from affiliates where email = ${email}`;
+    const count = await countOf(h.sql`select count(*)::int as count from affiliates where email = ${email}`);
     expect(count).toBe(0);
   });
 });
@@ -343,9 +337,7 @@ describe("bulk registration", () => {
     });
     expect(results[1]?.result).toEqual({ case: "error", value: "Referral code is already taken" });
     const second = results[1]?.email ?? "";
-    const [{ count }] = await h.sql<
-      { count: number }[]
-    >`select count(*)::int as count from affiliates where email = ${second}`;
+    const count = await countOf(h.sql`select count(*)::int as count from affiliates where email = ${second}`);
     expect(count).toBe(0);
   });
 
@@ -358,9 +350,7 @@ describe("bulk registration", () => {
     expect(
       (await failure(h.partners.bulkRegisterAffiliates({ productId, notify: false, registrations: tooMany }))).code,
     ).toBe(Code.InvalidArgument);
-    const [{ count }] = await h.sql<
-      { count: number }[]
-    >`select count(*)::int as count from partnerships where product_id = ${productId}`;
+    const count = await countOf(h.sql`select count(*)::int as count from partnerships where product_id = ${productId}`);
     expect(count).toBe(0);
   });
 

@@ -1,0 +1,3 @@
+export * from "./mesh.js";
+export * from "./preflight.js";
+export * from "./services.js";

@@ -1,0 +1,271 @@
+import { spawn } from "node:child_process";
+import { join } from "node:path";
+import { createTestDatabase, createTestNamespace, type TestDatabase, type TestNamespace } from "@affiliate/testing";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { type Mesh, startMesh } from "../src/mesh.js";
+import { repositoryRoot } from "../src/services.js";
+import { eventually, freePort, runTool } from "./helpers.js";
+
+/**
+ * The mesh started as `npm start` starts it (separate processes, real Postgres and NATS), spoken
+ * to over HTTP and through the operator CLI, as a new user would.
+ */
+let database: TestDatabase;
+let namespace: TestNamespace;
+let mesh: Mesh;
+let cliEnv: NodeJS.ProcessEnv;
+
+beforeAll(async () => {
+  database = await createTestDatabase();
+  namespace = createTestNamespace();
+  const partnersPort = await freePort();
+  mesh = await startMesh({
+    databaseUrl: database.url,
+    natsUrl: process.env.NATS_URL ?? "nats://127.0.0.1:4222",
+    host: "127.0.0.1",
+    port: await freePort(),
+    servicePorts: { partners: partnersPort },
+    output: "pipe",
+    // A long cache lifetime: only the rotation event can explain an old key's 401.
+    env: { EVENTS_NAMESPACE: namespace.namespace, KEY_CACHE_TTL_MS: "600000", LOG_LEVEL: "warn" },
+  });
+  cliEnv = { PARTNERS_URL: mesh.urls.partners };
+});
+
+afterAll(async () => {
+  await mesh?.stop();
+  await namespace?.cleanup();
+  await database?.drop();
+});
+
+async function api(method: string, path: string, options: { key?: string; body?: unknown } = {}) {
+  const headers: Record<string, string> = {};
+  if (options.key) headers["x-api-key"] = options.key;
+  if (options.body !== undefined) headers["content-type"] = "application/json";
+  const res = await fetch(mesh.gatewayUrl + path, {
+    method,
+    headers,
+    body: options.body === undefined ? undefined : JSON.stringify(options.body),
+  });
+  const text = await res.text();
+  return { status: res.status, headers: res.headers, json: text ? JSON.parse(text) : undefined };
+}
+
+async function createProduct(name: string) {
+  const result = await runTool("admin", ["products", "create", "--name", name], cliEnv);
+  expect(result.code).toBe(0);
+  const lines = result.stdout.trim().split("\n");
+  expect(lines).toHaveLength(1);
+  return JSON.parse(lines[0] ?? "{}") as {
+    product_id: string;
+    name: string;
+    secret_key: string;
+    test_secret_key: string;
+  };
+}
+
+describe("operator CLI", () => {
+  it("creates, lists and rotates, one JSON line each", async () => {
+    const created = await createProduct("Acme");
+    expect(created).toEqual({
+      product_id: expect.stringMatching(/^prd_/),
+      name: "Acme",
+      secret_key: expect.stringMatching(/^sk_live_/),
+      test_secret_key: expect.stringMatching(/^sk_test_/),
+    });
+    const listed = await runTool("admin", ["products", "list"], cliEnv);
+    const { products } = JSON.parse(listed.stdout) as { products: { product_id: string; created_at: string }[] };
+    expect(products.find((p) => p.product_id === created.product_id)).toMatchObject({
+      name: "Acme",
+      created_at: expect.stringMatching(/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/),
+    });
+    const rotated = await runTool("admin", ["keys", "rotate", "--product", created.product_id], cliEnv);
+    expect(JSON.parse(rotated.stdout)).toMatchObject({ product_id: created.product_id, name: "Acme" });
+  });
+
+  it("reports errors on stderr with exit code 1", async () => {
+    const unknown = await runTool("admin", ["keys", "rotate", "--product", "prd_missing"], cliEnv);
+    expect(unknown).toMatchObject({ code: 1, stdout: "" });
+    expect(unknown.stderr).toContain("not found");
+    const usage = await runTool("admin", ["products", "explode"], cliEnv);
+    expect(usage.code).toBe(1);
+    expect(usage.stderr).toContain("usage:");
+    const down = await runTool("admin", ["products", "list"], { PARTNERS_URL: `http://127.0.0.1:${await freePort()}` });
+    expect(down.code).toBe(1);
+    expect(down.stderr).toContain("cannot reach the partners service");
+  });
+});
+
+describe("keys through the gateway", () => {
+  it("a rotated key gets 401 from the gateway that had it cached", async () => {
+    const product = await createProduct("Rotation");
+    expect((await api("GET", "/api/v1/program", { key: product.secret_key })).status).toBe(200);
+    const rotated = JSON.parse(
+      (await runTool("admin", ["keys", "rotate", "--product", product.product_id], cliEnv)).stdout,
+    );
+    await eventually(async () => {
+      const res = await api("GET", "/api/v1/program", { key: product.secret_key });
+      expect(res).toMatchObject({ status: 401, json: { error: "Invalid or revoked API key" } });
+    });
+    expect((await api("GET", "/api/v1/program", { key: rotated.secret_key })).status).toBe(200);
+  });
+
+  it("a test key is refused on the management API", async () => {
+    const product = await createProduct("Test key");
+    expect(await api("GET", "/api/v1/affiliates", { key: product.test_secret_key })).toMatchObject({
+      status: 403,
+      json: { error: "Test-mode keys cannot access the management API" },
+    });
+  });
+});
+
+describe("the README walk-through", () => {
+  it("creates a product, registers affiliates and lists them", async () => {
+    const { secret_key: key } = await createProduct("Walkthrough");
+    const program = await api("PATCH", "/api/v1/program", { key, body: { commission_rate_bps: 2500, hold_days: 14 } });
+    expect(program).toMatchObject({ status: 200, json: { data: { commission_rate_bps: 2500, hold_days: 14 } } });
+
+    const one = await api("POST", "/api/v1/affiliates", { key, body: { email: "ada@example.com", name: "Ada" } });
+    expect(one.status).toBe(201);
+    expect(one.json).toMatchObject({
+      affiliate: { email: "ada@example.com", name: "Ada", isNew: true },
+      partnership: { status: "active" },
+    });
+    const bulk = await api("POST", "/api/v1/affiliates/bulk", {
+      key,
+      body: {
+        notify: false,
+        affiliates: [
+          { email: "grace@example.com", sponsorReferralCode: one.json.partnership.referralCode },
+          { email: "ada@example.com" },
+          { email: "not-an-email" },
+        ],
+      },
+    });
+    expect(bulk.json.summary).toEqual({ total: 3, created: 1, joined: 0, reactivated: 0, failed: 2 });
+
+    const list = await api("GET", "/api/v1/affiliates?limit=1", { key });
+    expect(list.status).toBe(200);
+    expect(list.json.pagination).toEqual({ next_cursor: expect.any(String), has_more: true });
+    expect(list.json.data[0].affiliate.email).toBe("grace@example.com");
+    const next = await api(
+      "GET",
+      `/api/v1/affiliates?limit=1&cursor=${encodeURIComponent(list.json.pagination.next_cursor)}`,
+      {
+        key,
+      },
+    );
+    expect(next.json).toMatchObject({
+      data: [{ affiliate: { email: "ada@example.com" } }],
+      pagination: { has_more: false, next_cursor: null },
+    });
+
+    const read = await api("GET", `/api/v1/affiliates/${one.json.partnership.id}`, { key });
+    expect(read.json.data).toMatchObject({
+      id: one.json.partnership.id,
+      stats: { clicks: 0, conversions: 0, earned_cents: 0 },
+      commissions: { pending_count: 0, approved_count: 0, pending_amount_cents: 0, approved_amount_cents: 0 },
+    });
+    const removed = await api("DELETE", `/api/v1/affiliates/${one.json.partnership.id}`, { key });
+    expect(removed.json.data.status).toBe("removed");
+    const again = await api("POST", "/api/v1/affiliates", { key, body: { email: "ADA@example.com " } });
+    expect(again).toMatchObject({
+      status: 200,
+      json: { affiliate: { isNew: false }, partnership: { status: "active" } },
+    });
+  });
+
+  it("another product's partnership is a 404 like a missing one", async () => {
+    const mine = await createProduct("Mine");
+    const theirs = await createProduct("Theirs");
+    const foreign = await api("POST", "/api/v1/affiliates", {
+      key: theirs.secret_key,
+      body: { email: "x@example.com" },
+    });
+    const res = await api("GET", `/api/v1/affiliates/${foreign.json.partnership.id}`, { key: mine.secret_key });
+    expect(res.status).toBe(404);
+    expect(res.json).toEqual({ error: expect.any(String) });
+  });
+});
+
+describe("when partners is down", () => {
+  it("the gateway answers 503 with Retry-After, and recovers when it is back", async () => {
+    const { secret_key: key } = await createProduct("Outage");
+    // A fresh key is not cached yet, so authentication itself needs partners.
+    const fresh = await createProduct("Outage 2");
+    await api("GET", "/api/v1/program", { key });
+    const partnersPid = mesh.pids.partners;
+    process.kill(partnersPid ?? 0, "SIGSTOP");
+    try {
+      const res = await api("GET", "/api/v1/program", { key: fresh.secret_key });
+      expect(res.status).toBe(503);
+      expect(res.headers.get("retry-after")).toMatch(/^\d+$/);
+      expect(Object.keys(res.json)).toEqual(["error"]);
+    } finally {
+      process.kill(partnersPid ?? 0, "SIGCONT");
+    }
+    await eventually(async () =>
+      expect((await api("GET", "/api/v1/program", { key: fresh.secret_key })).status).toBe(200),
+    );
+  });
+});
+
+describe("npm start's launcher", () => {
+  it("fails within seconds with one line naming an unreachable Postgres", async () => {
+    const url = `postgres://postgres@127.0.0.1:${await freePort()}/postgres`;
+    const result = await runTool("mesh", [], { DATABASE_URL: url, PORT: String(await freePort()) });
+    expect(result.code).toBe(1);
+    const lines = result.stderr.trim().split("\n");
+    expect(lines).toHaveLength(1);
+    expect(lines[0]).toMatch(new RegExp(`^cannot reach Postgres at ${url.replaceAll(".", "\\.")} .*pg_ctlcluster`));
+  });
+
+  it("fails with one line naming an unreachable NATS", async () => {
+    const url = `nats://127.0.0.1:${await freePort()}`;
+    const result = await runTool("mesh", [], {
+      DATABASE_URL: database.url,
+      NATS_URL: url,
+      PORT: String(await freePort()),
+    });
+    expect(result.code).toBe(1);
+    const lines = result.stderr.trim().split("\n");
+    expect(lines).toHaveLength(1);
+    expect(lines[0]).toMatch(/^cannot reach NATS at nats:\/\/127\.0\.0\.1:\d+ .*nats-server/);
+  });
+
+  it("starts every service, serves, and stops them all on SIGINT", async () => {
+    const [port, partnersPort] = [await freePort(), await freePort()];
+    const child = spawn(process.execPath, [join(repositoryRoot, "tools", "mesh", "dist", "main.js")], {
+      env: {
+        ...process.env,
+        DATABASE_URL: database.url,
+        PORT: String(port),
+        PARTNERS_RPC_PORT: String(partnersPort),
+        EVENTS_NAMESPACE: namespace.namespace,
+        LOG_LEVEL: "warn",
+      },
+      stdio: ["ignore", "ignore", "pipe"],
+    });
+    let stderr = "";
+    child.stderr.on("data", (chunk) => {
+      stderr += chunk;
+    });
+    try {
+      await eventually(async () => {
+        const res = await fetch(`http://127.0.0.1:${port}/readyz`);
+        expect(res.status).toBe(200);
+      }, 60_000);
+      const exited = new Promise<number | null>((resolve) => child.on("exit", resolve));
+      child.kill("SIGINT");
+      expect(await exited).toBe(0);
+      await expect(fetch(`http://127.0.0.1:${port}/healthz`)).rejects.toThrow();
+      const partnersAfter = await runTool("admin", ["products", "list"], {
+        PARTNERS_URL: `http://127.0.0.1:${partnersPort}`,
+      });
+      expect(partnersAfter.stderr).toContain("cannot reach the partners service");
+      expect(stderr).toContain("mesh ready");
+    } finally {
+      child.kill("SIGKILL");
+    }
+  });
+});
