@@ -179,10 +179,12 @@ describe("changing a partnership's status", () => {
     const id = await register(productId);
     await h.partners.updatePartnershipStatus({ productId, partnershipId: id, status: PartnershipStatus.REMOVED });
     await h.partners.updatePartnershipStatus({ productId, partnershipId: id, status: PartnershipStatus.ACTIVE });
-    const rows = await h.sql<{ subject: string }[]>`select subject from outbox order by seq desc limit 2`;
+    const rows = await h.sql<{ subject: string }[]>`select subject from outbox order by seq desc limit 4`;
     expect(rows.map((row) => row.subject)).toEqual([
       "partners.partnership.reactivated",
+      "partners.partnership.status_changed",
       "partners.partnership.removed",
+      "partners.partnership.status_changed",
     ]);
   });
 

@@ -64,6 +64,7 @@ export async function registerInTransaction(
     // Reactivation keeps the partnership's code, sponsor and history.
     await setPartnershipStatus(tx, existing.id, "active");
     const partnership = await getPartnershipOrThrow(tx, productId, existing.id);
+    await outbox.partnershipStatusChanged(tx, partnership, existing.status);
     await outbox.partnershipReactivated(tx, partnership, options);
     return { outcome: "reactivated", partnership };
   }

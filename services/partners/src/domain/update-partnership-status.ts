@@ -21,6 +21,7 @@ export async function updatePartnershipStatus(
     }
     await setPartnershipStatus(tx, partnershipId, status);
     const partnership = await getPartnershipOrThrow(tx, productId, partnershipId);
+    await outbox.partnershipStatusChanged(tx, partnership, current.status);
     if (status === "removed") await outbox.partnershipRemoved(tx, partnership);
     if (current.status === "removed") await outbox.partnershipReactivated(tx, partnership, { notify: false });
     return partnership;

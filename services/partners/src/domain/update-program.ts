@@ -1,4 +1,5 @@
 import { DomainError, type Sql } from "@affiliate/platform";
+import { outbox } from "../events/outbox.js";
 import { getProgramOrThrow, updateProgram as storeProgramChanges } from "../store/programs.js";
 import { programChangeErrors } from "./rules.js";
 import type { Program, ProgramChanges } from "./types.js";
@@ -10,6 +11,8 @@ export async function updateProgram(sql: Sql, productId: string, changes: Progra
   return sql.begin(async (tx) => {
     const current = await getProgramOrThrow(tx, productId);
     await storeProgramChanges(tx, current.productId, changes);
-    return getProgramOrThrow(tx, productId);
+    const program = await getProgramOrThrow(tx, productId);
+    await outbox.programUpdated(tx, program);
+    return program;
   });
 }

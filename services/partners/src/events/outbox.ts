@@ -3,19 +3,23 @@ import {
   PartnershipCreatedSchema,
   PartnershipReactivatedSchema,
   PartnershipRemovedSchema,
+  PartnershipStatusChangedSchema,
   ProductKeysRotatedSchema,
+  ProgramUpdatedSchema,
 } from "@affiliate/proto/partners";
 import { create } from "@bufbuild/protobuf";
 import { timestampNow } from "@bufbuild/protobuf/wkt";
-import type { Partnership } from "../domain/types.js";
-import { partnershipToProto } from "../rpc/mappers.js";
+import type { Partnership, PartnershipStatus, Program } from "../domain/types.js";
+import { partnershipToProto, programToProto, statusToProto } from "../rpc/mappers.js";
 
 /** Subjects of the events this service publishes (stream PARTNERS). */
 export const subjects = {
   partnershipCreated: "partners.partnership.created",
   partnershipReactivated: "partners.partnership.reactivated",
   partnershipRemoved: "partners.partnership.removed",
+  partnershipStatusChanged: "partners.partnership.status_changed",
   productKeysRotated: "partners.product.keys_rotated",
+  programUpdated: "partners.program.updated",
 } as const;
 
 /** Each function writes one event into the outbox of the caller's transaction. */
@@ -56,6 +60,27 @@ export const outbox = {
         occurredAt: timestampNow(),
         partnership: partnershipToProto(partnership),
       }),
+    ),
+
+  partnershipStatusChanged: (tx: Queryable, partnership: Partnership, previousStatus: PartnershipStatus) =>
+    enqueueEvent(
+      tx,
+      subjects.partnershipStatusChanged,
+      PartnershipStatusChangedSchema,
+      create(PartnershipStatusChangedSchema, {
+        id: newId("evt"),
+        occurredAt: timestampNow(),
+        partnership: partnershipToProto(partnership),
+        previousStatus: statusToProto[previousStatus],
+      }),
+    ),
+
+  programUpdated: (tx: Queryable, program: Program) =>
+    enqueueEvent(
+      tx,
+      subjects.programUpdated,
+      ProgramUpdatedSchema,
+      create(ProgramUpdatedSchema, { id: newId("evt"), occurredAt: timestampNow(), program: programToProto(program) }),
     ),
 
   productKeysRotated: (tx: Queryable, productId: string) =>

@@ -20,7 +20,7 @@ import type {
   RegistrationOutcome,
 } from "../domain/types.js";
 
-const statusToProto: Record<PartnershipStatus, PartnershipStatusProto> = {
+export const statusToProto: Record<PartnershipStatus, PartnershipStatusProto> = {
   active: PartnershipStatusProto.ACTIVE,
   pending: PartnershipStatusProto.PENDING,
   rejected: PartnershipStatusProto.REJECTED,

@@ -11,12 +11,20 @@ import { authenticate } from "../domain/authenticate.js";
 import { bulkRegisterAffiliates } from "../domain/bulk-register-affiliates.js";
 import { listPartnershipsPage } from "../domain/list-partnerships.js";
 import { registerAffiliate } from "../domain/register-affiliate.js";
+import { resolveAttribution } from "../domain/resolve-attribution.js";
 import type { Registration } from "../domain/types.js";
 import { updatePartnershipStatus } from "../domain/update-partnership-status.js";
 import { updateProgram } from "../domain/update-program.js";
-import { getPartnershipOrThrow } from "../store/partnerships.js";
+import { getPartnershipOrThrow, getPartnershipsByIds } from "../store/partnerships.js";
 import { getProgramOrThrow } from "../store/programs.js";
-import { keyModeToProto, outcomeToProto, partnershipToProto, programToProto, statusFromProto } from "./mappers.js";
+import {
+  keyModeToProto,
+  outcomeToProto,
+  partnershipToProto,
+  programToProto,
+  statusFromProto,
+  statusToProto,
+} from "./mappers.js";
 
 export interface PartnersServiceDeps {
   sql: Sql;
@@ -106,6 +114,33 @@ export function createPartnersService({ sql, pageTokens }: PartnersServiceDeps):
       }
       const partnership = await updatePartnershipStatus(sql, req.productId, req.partnershipId, status);
       return { partnership: partnershipToProto(partnership) };
+    },
+
+    async batchGetPartnerships(req) {
+      if (req.partnershipIds.length > 100) {
+        throw DomainError.invalidField("partnership_ids", "At most 100 ids per call");
+      }
+      const partnerships = await getPartnershipsByIds(sql, req.productId, req.partnershipIds);
+      return { partnerships: partnerships.map(partnershipToProto) };
+    },
+
+    async resolveAttribution(req) {
+      const { target } = req;
+      if (target.case === undefined || !target.value) {
+        throw DomainError.invalidField("target", "A referral code or a partnership id is required");
+      }
+      const attribution = await resolveAttribution(
+        sql,
+        req.productId,
+        target.case === "referralCode" ? { referralCode: target.value } : { partnershipId: target.value },
+      );
+      return {
+        partnershipId: attribution.partnershipId,
+        referralCode: attribution.referralCode,
+        status: statusToProto[attribution.status],
+        activeSponsorPartnershipId: attribution.activeSponsorPartnershipId ?? "",
+        program: programToProto(attribution.program),
+      };
     },
   };
 }

@@ -121,3 +121,32 @@ export async function upsertAffiliate(
   if (!existing) throw new Error("affiliate profile vanished between insert and select");
   return { affiliate: existing, isNew: false };
 }
+
+export async function getPartnershipsByIds(sql: Queryable, productId: string, ids: string[]): Promise<Partnership[]> {
+  if (ids.length === 0) return [];
+  const rows = await sql<PartnershipRow[]>`
+    ${selectPartnership(sql)} where p.product_id = ${productId} and p.id in ${sql(ids)}`;
+  return rows.map(toPartnership);
+}
+
+export interface AttributionRow {
+  id: string;
+  referralCode: string;
+  status: PartnershipStatus;
+  sponsorPartnershipId: string | null;
+  sponsorStatus: PartnershipStatus | null;
+}
+
+/** The partnership a code or id names, with its sponsor's status. */
+export async function findAttribution(
+  sql: Queryable,
+  productId: string,
+  target: { referralCode: string } | { partnershipId: string },
+): Promise<AttributionRow | undefined> {
+  const [row] = await sql<AttributionRow[]>`
+    select p.id, p.referral_code, p.status, p.sponsor_partnership_id, s.status as sponsor_status
+    from partnerships p left join partnerships s on s.id = p.sponsor_partnership_id
+    where p.product_id = ${productId}
+      and ${"referralCode" in target ? sql`lower(p.referral_code) = lower(${target.referralCode})` : sql`p.id = ${target.partnershipId}`}`;
+  return row;
+}
