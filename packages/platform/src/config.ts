@@ -33,4 +33,10 @@ export function loadConfig<S extends z.ZodRawShape>(
 }
 
 /** A TCP port from the environment. */
-export const port = (fallback: number) => z.coerce.number().int().min(0).max(65535).default(fallback);
+export const port = (fallback: number) =>
+  z
+    .string()
+    .regex(/^\d{1,5}$/, "must be a port number")
+    .transform(Number)
+    .pipe(z.number().max(65535))
+    .default(fallback);

@@ -14,7 +14,11 @@ const migrationFile = /^(\d{4})_[a-z0-9_]+\.sql$/;
 const platformMigrations = join(dirname(fileURLToPath(import.meta.url)), "..", "migrations");
 
 async function migrationsIn(directory: string, prefix: string) {
-  const names = (await readdir(directory)).filter((name) => migrationFile.test(name)).sort();
+  const sqlFiles = (await readdir(directory)).filter((name) => name.endsWith(".sql"));
+  const misnamed = sqlFiles.filter((name) => !migrationFile.test(name));
+  // A misnamed file would otherwise be skipped silently and never applied.
+  if (misnamed.length > 0) throw new Error(`migration files must be named 0001_snake_case.sql: ${misnamed.join(", ")}`);
+  const names = sqlFiles.sort();
   return names.map((name) => ({ id: `${prefix}${name}`, path: join(directory, name) }));
 }
 

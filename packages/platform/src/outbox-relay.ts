@@ -69,16 +69,18 @@ export function startOutboxRelay(options: OutboxRelayOptions): OutboxRelay {
     }
   };
 
-  const sleep = (ms: number) =>
+  // After a failure only stop() cuts the back-off short: commits arriving while NATS is down
+  // must not turn the back-off into a retry per commit.
+  const sleep = (ms: number, wakeOnNotify = true) =>
     new Promise<void>((resolve) => {
-      if (notified || stopped) return resolve();
+      if ((wakeOnNotify && notified) || stopped) return resolve();
       const done = () => {
         clearTimeout(timer);
         wake = undefined;
         resolve();
       };
       const timer = setTimeout(done, ms);
-      wake = done;
+      wake = wakeOnNotify ? done : () => stopped && done();
     });
   const onNotify = () => {
     notified = true;
@@ -101,7 +103,7 @@ export function startOutboxRelay(options: OutboxRelayOptions): OutboxRelay {
         failures += 1;
         const backoff = Math.min(pollMs * 2 ** failures, 30_000);
         logger.warn({ err: error, retryInMs: backoff }, "outbox relay failed to publish; will retry");
-        await sleep(backoff);
+        await sleep(backoff, false);
       }
     }
   })();

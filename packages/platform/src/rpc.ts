@@ -87,7 +87,12 @@ export interface RpcServer {
 export async function startRpcServer(options: RpcServerOptions): Promise<RpcServer> {
   const { logger } = options;
   let closing = false;
-  const isServing = async () => !closing && (await options.readiness().catch(() => false));
+  // Promise.resolve().then() also catches a readiness check that throws synchronously.
+  const isServing = async () =>
+    !closing &&
+    (await Promise.resolve()
+      .then(() => options.readiness())
+      .catch(() => false));
 
   const handler = connectNodeAdapter({
     interceptors: [serverTracing, errorMapping(logger)],

@@ -1,0 +1,254 @@
+import { spawn } from "node:child_process";
+import { createHmac } from "node:crypto";
+import { fileURLToPath } from "node:url";
+import { Code, ConnectError } from "@connectrpc/connect";
+import { describe, expect, expectTypeOf, it } from "vitest";
+import { baseConfigShape, loadConfig, port } from "../src/config.js";
+import { DomainError, type DomainErrorKind, fieldErrorsOf, toConnectError } from "../src/errors.js";
+import { isId, newId } from "../src/ids.js";
+import { PageTokens } from "../src/page-token.js";
+import { sleep } from "./helpers.js";
+
+/** Calls `decode` and returns what it threw. */
+function rejectionOf(decode: () => unknown): unknown {
+  try {
+    decode();
+  } catch (error) {
+    return error;
+  }
+  throw new Error("expected the token to be refused");
+}
+
+function expectInvalidCursor(decode: () => unknown) {
+  const error = rejectionOf(decode);
+  expect(error).toBeInstanceOf(DomainError);
+  expect(error).toMatchObject({
+    kind: "invalid_argument",
+    fieldErrors: { cursor: ["Invalid cursor: pass next_cursor from a previous page unchanged"] },
+  });
+}
+
+describe("PageTokens", () => {
+  const tokens = new PageTokens("test-secret");
+  const scope = "prd_1|status=active";
+
+  it("decodes what it encoded, in the same scope", () => {
+    const after = "ptn_0192a1b2c3d4e5f60718293a4b5c6d7e";
+    expect(tokens.decode(scope, tokens.encode(scope, after))).toBe(after);
+    expect(tokens.decode("", tokens.encode("", "a.b|c\n✓"))).toBe("a.b|c\n✓");
+  });
+
+  it("refuses a token of another scope or signed with another secret", () => {
+    const token = tokens.encode(scope, "ptn_1");
+    expectInvalidCursor(() => tokens.decode("prd_2|status=active", token));
+    expectInvalidCursor(() => tokens.decode("prd_1|status=removed", token));
+    expectInvalidCursor(() => new PageTokens("other-secret").decode(scope, token));
+  });
+
+  it("refuses a tampered payload", () => {
+    const [, signature] = tokens.encode(scope, "ptn_1").split(".");
+    const forged = Buffer.from(JSON.stringify({ v: 1, a: "ptn_2" })).toString("base64url");
+    expectInvalidCursor(() => tokens.decode(scope, `${forged}.${signature}`));
+  });
+
+  it("refuses a tampered signature", () => {
+    const token = tokens.encode(scope, "ptn_1");
+    const last = token.at(-1) === "A" ? "B" : "A";
+    expectInvalidCursor(() => tokens.decode(scope, `${token.slice(0, -1)}${last}`));
+    expectInvalidCursor(() => tokens.decode(scope, token.slice(0, -1)));
+    expectInvalidCursor(() => tokens.decode(scope, `${token}A`));
+  });
+
+  it("refuses a token with an extra part", () => {
+    const token = tokens.encode(scope, "ptn_1");
+    expectInvalidCursor(() => tokens.decode(scope, `${token}.x`));
+    expectInvalidCursor(() => tokens.decode(scope, `${token}.`));
+  });
+
+  it.each(["", "garbage", ".", "..", "abc.", ".abc", "a.b", "💥.💥"])("refuses garbage %j", (garbage) => {
+    expectInvalidCursor(() => tokens.decode(scope, garbage));
+  });
+
+  it("refuses a correctly signed payload it did not produce", () => {
+    // Signed the way PageTokens signs (HMAC-SHA256 over scope and payload), so only the payload
+    // checks stand between such a token and a page.
+    const sign = (payload: string) =>
+      createHmac("sha256", "test-secret").update(`${scope}\n${payload}`).digest("base64url").slice(0, 32);
+    for (const payload of [
+      Buffer.from(JSON.stringify({ v: 2, a: "ptn_1" })).toString("base64url"),
+      Buffer.from(JSON.stringify({ v: 1, a: 7 })).toString("base64url"),
+      Buffer.from("not json").toString("base64url"),
+    ]) {
+      expectInvalidCursor(() => tokens.decode(scope, `${payload}.${sign(payload)}`));
+    }
+  });
+});
+
+describe("DomainError to ConnectError and back", () => {
+  it("keeps the message, field errors and form errors", () => {
+    const error = new DomainError(
+      "invalid_argument",
+      "Validation failed",
+      { email: ["Invalid email", "Too long"], name: ["Required"] },
+      ["Either a or b"],
+    );
+    const connectError = toConnectError(error);
+    expect(connectError).toBeInstanceOf(ConnectError);
+    expect(connectError.code).toBe(Code.InvalidArgument);
+    expect(connectError.rawMessage).toBe("Validation failed");
+    expect(fieldErrorsOf(connectError)).toEqual({
+      fieldErrors: { email: ["Invalid email", "Too long"], name: ["Required"] },
+      formErrors: ["Either a or b"],
+    });
+  });
+
+  it("carries form errors alone", () => {
+    const connectError = toConnectError(new DomainError("failed_precondition", "Nope", {}, ["Program is closed"]));
+    expect(fieldErrorsOf(connectError)).toEqual({ fieldErrors: {}, formErrors: ["Program is closed"] });
+  });
+
+  it("has no field errors when the domain error has none", () => {
+    expect(fieldErrorsOf(toConnectError(new DomainError("not_found", "Partnership ptn_1 not found")))).toBeUndefined();
+    expect(fieldErrorsOf(new ConnectError("plain", Code.Internal))).toBeUndefined();
+  });
+
+  it("names the field in invalidField", () => {
+    const error = DomainError.invalidField("cursor", "Bad cursor");
+    expect(error).toBeInstanceOf(Error);
+    expect(error).toMatchObject({
+      name: "DomainError",
+      kind: "invalid_argument",
+      message: "Bad cursor",
+      fieldErrors: { cursor: ["Bad cursor"] },
+      formErrors: [],
+    });
+    expect(fieldErrorsOf(toConnectError(error))).toEqual({ fieldErrors: { cursor: ["Bad cursor"] }, formErrors: [] });
+  });
+
+  // Typed as a full record: a new kind fails to compile until it is listed here.
+  const expectedCodes: Record<DomainErrorKind, Code> = {
+    invalid_argument: Code.InvalidArgument,
+    not_found: Code.NotFound,
+    already_exists: Code.AlreadyExists,
+    failed_precondition: Code.FailedPrecondition,
+    unauthenticated: Code.Unauthenticated,
+    permission_denied: Code.PermissionDenied,
+    aborted: Code.Aborted,
+    unavailable: Code.Unavailable,
+  };
+  it.each(Object.entries(expectedCodes) as [DomainErrorKind, Code][])("maps %s to code %i", (kind, code) => {
+    const connectError = toConnectError(new DomainError(kind, `a ${kind} error`));
+    expect(connectError.code).toBe(code);
+    expect(connectError.rawMessage).toBe(`a ${kind} error`);
+  });
+});
+
+describe("ids", () => {
+  it("are the prefix and 32 lowercase hex digits of a UUIDv7", () => {
+    const id = newId("com");
+    expect(id).toMatch(/^com_[0-9a-f]{32}$/);
+    expect(id[4 + 12]).toBe("7");
+    expect(isId("com", id)).toBe(true);
+  });
+
+  it("isId refuses other prefixes and malformed values", () => {
+    const id = newId("prd");
+    const hex = id.slice(4);
+    expect(isId("com", id)).toBe(false);
+    expect(isId("prd", `prd_${hex.toUpperCase()}`)).toBe(false);
+    expect(isId("prd", `prd_${hex.slice(1)}`)).toBe(false);
+    expect(isId("prd", `${id}0`)).toBe(false);
+    expect(isId("prd", `${id}\n`)).toBe(false);
+    expect(isId("prd", `x${id}`)).toBe(false);
+    expect(isId("prd", hex)).toBe(false);
+  });
+
+  it("are unique", () => {
+    const ids = Array.from({ length: 2000 }, () => newId("evt"));
+    expect(new Set(ids).size).toBe(ids.length);
+  });
+
+  it("made at least 2 ms apart sort by creation as strings", async () => {
+    const ids: string[] = [];
+    for (let i = 0; i < 5; i++) {
+      ids.push(newId("evt"));
+      await sleep(2);
+    }
+    expect([...ids].sort()).toEqual(ids);
+  });
+});
+
+describe("loadConfig", () => {
+  const shape = { ...baseConfigShape, PORT: port(8080) };
+
+  it("returns a typed, frozen object of the parsed values", () => {
+    const config = loadConfig(shape, {
+      DATABASE_URL: "postgres://svc@db.internal:5432/affiliate",
+      NATS_URL: "nats://nats.internal:4222",
+      EVENTS_NAMESPACE: "t_abc",
+      LOG_LEVEL: "warn",
+      PORT: "9090",
+      UNRELATED: "ignored",
+    });
+    expect(config).toEqual({
+      DATABASE_URL: "postgres://svc@db.internal:5432/affiliate",
+      NATS_URL: "nats://nats.internal:4222",
+      EVENTS_NAMESPACE: "t_abc",
+      LOG_LEVEL: "warn",
+      PORT: 9090,
+    });
+    expect(Object.isFrozen(config)).toBe(true);
+    expect(() => {
+      (config as { PORT: number }).PORT = 1;
+    }).toThrow(TypeError);
+    expectTypeOf(config.PORT).toEqualTypeOf<number>();
+    expectTypeOf(config.LOG_LEVEL).toEqualTypeOf<"fatal" | "error" | "warn" | "info" | "debug" | "trace" | "silent">();
+  });
+
+  it("refuses an empty, non-numeric or out-of-range port instead of picking a random one", () => {
+    for (const bad of ["", "abc", "70000", "-1", "80.5"]) expect(port(8080).safeParse(bad).success).toBe(false);
+    expect(port(8080).parse("0")).toBe(0);
+  });
+
+  it("fills in the defaults", () => {
+    expect(loadConfig(shape, {})).toEqual({
+      DATABASE_URL: "postgres://postgres@127.0.0.1:5432/postgres",
+      NATS_URL: "nats://127.0.0.1:4222",
+      EVENTS_NAMESPACE: "",
+      LOG_LEVEL: "info",
+      PORT: 8080,
+    });
+  });
+
+  it("stops the process with one line naming a bad variable", async () => {
+    // process.exit cannot run inside the test worker: a child process loads the built package.
+    const script = `import("@affiliate/platform").then(({ loadConfig, baseConfigShape }) => {
+      loadConfig(baseConfigShape);
+      console.log("configuration accepted");
+    });`;
+    const { NODE_OPTIONS: _, ...env } = process.env;
+    const child = spawn(process.execPath, ["-e", script], {
+      cwd: fileURLToPath(new URL("..", import.meta.url)),
+      env: { ...env, DATABASE_URL: "not a url" },
+      stdio: ["ignore", "pipe", "pipe"],
+    });
+    let stdout = "";
+    let stderr = "";
+    child.stdout.on("data", (chunk: Buffer) => {
+      stdout += chunk.toString();
+    });
+    child.stderr.on("data", (chunk: Buffer) => {
+      stderr += chunk.toString();
+    });
+    const code = await new Promise<number | null>((resolve, reject) => {
+      child.once("error", reject);
+      child.once("close", resolve);
+    });
+    expect(code).toBe(1);
+    expect(stdout).toBe("");
+    const lines = stderr.split("\n").filter((line) => line !== "");
+    expect(lines).toHaveLength(1);
+    expect(lines[0]).toMatch(/^configuration error: DATABASE_URL/);
+    expect(stderr.endsWith("\n")).toBe(true);
+  });
+});
