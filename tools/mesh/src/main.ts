@@ -21,21 +21,30 @@ const options = {
   ),
 };
 
+// Handlers first: a Ctrl-C during start-up must stop what has started, not orphan it.
+const startup = new AbortController();
+const starting = startMesh({ ...options, output: "inherit", signal: startup.signal });
+const shutdown = async (signal: string) => {
+  process.stderr.write(`${signal}: stopping the mesh\n`);
+  startup.abort();
+  // An interrupted start-up stops its own services before it rejects.
+  await starting.then((mesh) => mesh.stop()).catch(() => undefined);
+  process.exit(0);
+};
+process.once("SIGINT", () => void shutdown("SIGINT"));
+process.once("SIGTERM", () => void shutdown("SIGTERM"));
+
 try {
-  const mesh = await startMesh({ ...options, output: "inherit" });
+  const mesh = await starting;
   process.stderr.write(`mesh ready: gateway on ${mesh.gatewayUrl} (Ctrl-C stops it)\n`);
-  const shutdown = async (signal: string) => {
-    process.stderr.write(`${signal}: stopping the mesh\n`);
-    await mesh.stop();
-    process.exit(0);
-  };
-  process.once("SIGINT", () => void shutdown("SIGINT"));
-  process.once("SIGTERM", () => void shutdown("SIGTERM"));
   const { service, code, signal } = await mesh.exited;
+  if (startup.signal.aborted) await new Promise(() => {});
   process.stderr.write(`${service} exited unexpectedly (${code ?? signal}); stopping the mesh\n`);
   await mesh.stop();
   process.exit(1);
 } catch (error) {
+  // An interrupted start-up is reported by the signal handler, which exits.
+  if (startup.signal.aborted) await new Promise(() => {});
   process.stderr.write(
     `${error instanceof MeshError ? error.message : `failed to start the mesh: ${String(error)}`}\n`,
   );

@@ -19,6 +19,8 @@ export interface MeshOptions {
   output?: "inherit" | "pipe";
   /** How long to wait for each service to become ready. */
   readyTimeoutMs?: number;
+  /** Aborting it during start-up stops what was started and rejects with MeshError. */
+  signal?: AbortSignal;
 }
 
 export interface Mesh {
@@ -144,6 +146,7 @@ export async function startMesh(options: MeshOptions): Promise<Mesh> {
     });
     const deadline = Date.now() + (options.readyTimeoutMs ?? 60_000);
     while (!(await probe(service.protocol, port))) {
+      if (options.signal?.aborted) throw new MeshError("start-up interrupted");
       if (child.exitCode !== null || child.signalCode !== null) {
         throw new MeshError(`${service.name} exited (${child.exitCode ?? child.signalCode}) before it was ready`);
       }
@@ -167,7 +170,10 @@ export async function startMesh(options: MeshOptions): Promise<Mesh> {
   };
 
   try {
-    for (const service of services) await launch(service);
+    for (const service of services) {
+      if (options.signal?.aborted) throw new MeshError("start-up interrupted");
+      await launch(service);
+    }
   } catch (error) {
     await stop();
     if (error instanceof MeshError && output === "pipe") error.message += `\n${lines.slice(-20).join("\n")}`;

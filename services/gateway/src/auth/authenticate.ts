@@ -1,0 +1,35 @@
+import { KeyMode } from "@affiliate/proto/partners";
+import type { FastifyRequest } from "fastify";
+import { HttpError } from "../errors.js";
+import type { KeyCache } from "./key-cache.js";
+
+declare module "fastify" {
+  interface FastifyRequest {
+    /** The product that owns the request's API key; set by authentication on /api/v1. */
+    productId: string;
+  }
+}
+
+export const authErrors = {
+  missing: "Missing x-api-key header",
+  format: "Invalid API key format",
+  revoked: "Invalid or revoked API key",
+  testMode: "Test-mode keys cannot access the management API",
+} as const;
+
+/**
+ * Resolves `x-api-key` to the product it belongs to (spec section 5, contract section 2) and
+ * rejects anything that does not grant management access.
+ */
+export function authenticate(cache: KeyCache) {
+  return async (request: FastifyRequest): Promise<void> => {
+    const apiKey = request.headers["x-api-key"];
+    if (apiKey === undefined || apiKey === "") throw new HttpError(401, { error: authErrors.missing });
+    if (typeof apiKey !== "string" || !apiKey.startsWith("sk_")) throw new HttpError(401, { error: authErrors.format });
+    const resolution = await cache.resolve(apiKey);
+    if (resolution.kind === "unknown") throw new HttpError(401, { error: authErrors.revoked });
+    if (resolution.mode === KeyMode.TEST) throw new HttpError(403, { error: authErrors.testMode });
+    if (resolution.mode !== KeyMode.LIVE) throw new HttpError(401, { error: authErrors.revoked });
+    request.productId = resolution.productId;
+  };
+}

@@ -1,0 +1,24 @@
+import { baseConfigShape, loadConfig, port } from "@affiliate/platform";
+import { z } from "zod";
+
+const perMinute = (fallback: number) => z.coerce.number().int().min(1).default(fallback);
+
+export const gatewayConfigShape = {
+  ...baseConfigShape,
+  PORT: port(8080),
+  HOST: z.string().min(1).default("127.0.0.1"),
+  PARTNERS_URL: z.url().default("http://127.0.0.1:7101"),
+  /** Requests per minute per API key (or per IP when no key is sent) on /api/v1. */
+  RATE_LIMIT_PER_MINUTE: perMinute(6000),
+  /** Requests per minute per key on the tracking endpoints, once they exist. */
+  TRACKING_RATE_LIMIT_PER_MINUTE: perMinute(60_000),
+  /** How long a resolved key is trusted without asking partners again. */
+  KEY_CACHE_TTL_MS: z.coerce.number().int().min(0).default(60_000),
+};
+
+export type GatewayConfig = Readonly<z.infer<z.ZodObject<typeof gatewayConfigShape>>>;
+
+/** Parses the environment once; a bad value stops the process with one line naming it. */
+export function loadGatewayConfig(env: NodeJS.ProcessEnv = process.env): GatewayConfig {
+  return loadConfig(gatewayConfigShape, env);
+}

@@ -1,0 +1,120 @@
+import { fieldErrorsOf } from "@affiliate/platform";
+import { Code, ConnectError } from "@connectrpc/connect";
+import type { FastifyError, FastifyReply, FastifyRequest } from "fastify";
+import { z } from "zod";
+import type { ErrorBody, ValidationErrorBody } from "./schemas/common.js";
+
+/** An answer decided by the gateway itself: the status, the body and any extra headers. */
+export class HttpError extends Error {
+  override readonly name = "HttpError";
+  constructor(
+    readonly statusCode: number,
+    readonly body: ErrorBody | ValidationErrorBody,
+    readonly headers: Record<string, string> = {},
+  ) {
+    super(body.error);
+  }
+
+  static validation(details: ValidationErrorBody["details"]): HttpError {
+    return new HttpError(400, { error: "Validation failed", details });
+  }
+}
+
+/** Parses `input` with `schema` or throws the spec's validation envelope. */
+export function parseOrThrow<S extends z.ZodType>(schema: S, input: unknown): z.output<S> {
+  const parsed = schema.safeParse(input);
+  // flattenError lists only fields that have messages, so none of them is undefined.
+  if (!parsed.success) throw HttpError.validation(z.flattenError(parsed.error) as ValidationErrorBody["details"]);
+  return parsed.data;
+}
+
+/** Thrown by the rate limiter; `retryAfterSeconds` is already in the Retry-After header. */
+export class RateLimitedError extends Error {
+  override readonly name = "RateLimitedError";
+  readonly statusCode = 429;
+  constructor(readonly retryAfterSeconds: number) {
+    super(`Rate limit exceeded, retry in ${retryAfterSeconds} second${retryAfterSeconds === 1 ? "" : "s"}`);
+  }
+}
+
+export const unavailableMessage = "Service temporarily unavailable";
+/** Seconds a client should wait when a service behind the gateway is unreachable. */
+export const unavailableRetryAfterSeconds = 1;
+
+/**
+ * HTTP status of each Connect code a service can answer with. Codes not listed (Internal,
+ * Unknown, DataLoss, Unimplemented, ...) are bugs or mismatched deployments: 500 with a generic
+ * message, logged with the cause.
+ */
+export const httpStatusOfCode: Partial<Record<Code, number>> = {
+  [Code.InvalidArgument]: 400,
+  [Code.FailedPrecondition]: 400,
+  [Code.OutOfRange]: 400,
+  [Code.Unauthenticated]: 401,
+  [Code.PermissionDenied]: 403,
+  [Code.NotFound]: 404,
+  [Code.AlreadyExists]: 409,
+  [Code.Aborted]: 409,
+  [Code.ResourceExhausted]: 503,
+  [Code.Unavailable]: 503,
+  [Code.DeadlineExceeded]: 503,
+  [Code.Canceled]: 503,
+};
+
+/** The answer for an error a service returned over RPC. */
+export function httpErrorOfConnect(error: ConnectError): HttpError | undefined {
+  const status = httpStatusOfCode[error.code];
+  if (status === undefined) return undefined;
+  if (status === 503) {
+    return new HttpError(503, { error: unavailableMessage }, { "retry-after": String(unavailableRetryAfterSeconds) });
+  }
+  if (error.code === Code.Unauthenticated) return new HttpError(401, { error: "Invalid or revoked API key" });
+  if (error.code === Code.InvalidArgument) {
+    const violations = fieldErrorsOf(error);
+    if (violations) return HttpError.validation(violations);
+  }
+  return new HttpError(status, { error: error.rawMessage });
+}
+
+/** Fastify's own request errors, with texts a client can act on. */
+const fastifyErrorTexts: Record<string, string> = {
+  FST_ERR_CTP_INVALID_JSON_BODY: "Malformed JSON in request body",
+  FST_ERR_CTP_EMPTY_JSON_BODY: "Request body is empty but content-type is application/json",
+  FST_ERR_CTP_BODY_TOO_LARGE: "Request body is larger than 1 MiB",
+  FST_ERR_CTP_INVALID_MEDIA_TYPE: "Unsupported content type; send application/json",
+};
+
+function isFastifyClientError(error: unknown): error is FastifyError & { statusCode: number } {
+  const { code, statusCode } = error as Partial<FastifyError>;
+  return (
+    typeof code === "string" &&
+    code.startsWith("FST_") &&
+    typeof statusCode === "number" &&
+    statusCode >= 400 &&
+    statusCode < 500
+  );
+}
+
+function toHttpError(error: unknown): HttpError | undefined {
+  if (error instanceof HttpError) return error;
+  if (error instanceof RateLimitedError) return new HttpError(429, { error: error.message });
+  if (error instanceof ConnectError) return httpErrorOfConnect(error);
+  if (isFastifyClientError(error)) {
+    return new HttpError(error.statusCode, { error: fastifyErrorTexts[error.code] ?? error.message });
+  }
+  return undefined;
+}
+
+/**
+ * The one place errors become answers: every status and envelope the gateway sends on failure
+ * is decided here. Unknown errors are logged with their cause and answered without details.
+ */
+export function errorHandler(error: unknown, request: FastifyRequest, reply: FastifyReply): FastifyReply {
+  const answer = toHttpError(error);
+  if (!answer) {
+    request.log.error({ err: error }, "unhandled error");
+    return reply.code(500).send({ error: "Internal server error" });
+  }
+  if (answer.statusCode === 503) request.log.warn({ err: error }, "dependency unavailable");
+  return reply.code(answer.statusCode).headers(answer.headers).send(answer.body);
+}

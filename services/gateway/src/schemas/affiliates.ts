@@ -1,0 +1,147 @@
+import { z } from "zod";
+import { paginationSchema, partnershipStatusSchema } from "./common.js";
+
+const referralCodePattern = /^[A-Za-z0-9_-]{3,50}$/;
+
+const email = z
+  .string()
+  .trim()
+  .toLowerCase()
+  .pipe(z.email())
+  .meta({ description: "The affiliate's email; trimmed and lowercased.", override: { format: "email" } });
+
+/** One affiliate to register: the single endpoint's body without `notify`, and each bulk entry. */
+export const affiliateRegistrationSchema = z
+  .object({
+    email,
+    name: z.string().min(1).max(200).optional().meta({ description: "Display name, used for a new account." }),
+    referralCode: z
+      .string()
+      .regex(referralCodePattern, "Must be 3-50 letters, digits, hyphens or underscores")
+      .optional()
+      .meta({ description: "Unique within the product; generated when omitted.", example: "jane-doe" }),
+    sponsorReferralCode: z.string().min(1).max(50).optional().meta({
+      description:
+        "Referral code of an active affiliate of this program who recruited this one; that affiliate earns level-2 commissions.",
+    }),
+  })
+  // Referenced by the bulk body only by name, so render it as the request shape it is.
+  .meta({ id: "AffiliateRegistration", unusedIO: "input" });
+
+export const registerAffiliateBodySchema = affiliateRegistrationSchema
+  .extend({ notify: z.boolean().default(true).meta({ description: "Send a welcome email." }) })
+  .meta({ id: "RegisterAffiliateRequest" });
+
+export const registerAffiliateResponseSchema = z
+  .object({
+    affiliate: z.object({
+      id: z.string(),
+      email: z.string(),
+      name: z.string(),
+      isNew: z.boolean().meta({ description: "True when a new account was created for this email." }),
+    }),
+    partnership: z.object({ id: z.string(), status: partnershipStatusSchema, referralCode: z.string() }),
+  })
+  .meta({ id: "RegisterAffiliateResponse" });
+
+export const bulkRegisterBodySchema = z
+  .object({
+    affiliates: z
+      .array(z.unknown())
+      .min(1)
+      .max(100)
+      .meta({
+        description:
+          "1-100 registrations. Each is validated on its own: an invalid entry is a failed result, the others go on.",
+        // Items are checked one by one (an invalid entry fails alone), so the array itself accepts
+        // anything; the document still shows what an entry should be.
+        override: ({ jsonSchema }: { jsonSchema: Record<string, unknown> }) => {
+          jsonSchema.items = { $ref: "#/components/schemas/AffiliateRegistration" };
+        },
+      }),
+    notify: z.boolean().default(true).meta({ description: "Send welcome emails." }),
+  })
+  .meta({ id: "BulkRegisterRequest" });
+
+export const bulkActionSchema = z.enum(["created", "joined", "reactivated"]);
+
+export const bulkResultSchema = z
+  .discriminatedUnion("success", [
+    z.object({
+      email: z.string(),
+      success: z.literal(true),
+      action: bulkActionSchema,
+      partnershipId: z.string(),
+    }),
+    z.object({ email: z.string(), success: z.literal(false), error: z.string() }),
+  ])
+  .meta({ id: "BulkRegistrationResult" });
+
+export const bulkRegisterResponseSchema = z
+  .object({
+    results: z.array(bulkResultSchema).meta({ description: "One per entry, in request order." }),
+    summary: z
+      .object({
+        total: z.int().min(0),
+        created: z.int().min(0),
+        joined: z.int().min(0),
+        reactivated: z.int().min(0),
+        failed: z.int().min(0),
+      })
+      .meta({ description: "total = created + joined + reactivated + failed." }),
+  })
+  .meta({ id: "BulkRegisterResponse" });
+
+export const listAffiliatesQuerySchema = z.object({
+  status: partnershipStatusSchema.optional().meta({ description: "Only partnerships in this status." }),
+  cursor: z.string().min(1).max(2048).optional().meta({ description: "`next_cursor` of the previous page." }),
+  limit: z.coerce.number().int().min(1).max(100).default(50).meta({ description: "Page size, 1-100." }),
+});
+
+export const partnershipIdParamsSchema = z.object({
+  id: z.string().min(1).max(128).meta({ description: "Partnership id (ptn_…)." }),
+});
+
+export const updatePartnershipBodySchema = z
+  .object({ status: z.enum(["active", "rejected", "removed"]) })
+  .meta({ id: "UpdatePartnershipRequest" });
+
+const count = z.int().min(0);
+
+export const partnershipSchema = z
+  .object({
+    id: z.string().meta({ example: "ptn_01hzy3v9k4" }),
+    status: partnershipStatusSchema,
+    referral_code: z.string(),
+    created_at: z.iso.datetime().meta({ description: "ISO 8601 UTC with milliseconds." }),
+    affiliate: z.object({ id: z.string(), email: z.string(), name: z.string() }),
+    stats: z
+      .object({ clicks: count, conversions: count, earned_cents: z.int() })
+      .meta({ description: "All-time values." }),
+  })
+  .meta({ id: "Partnership" });
+
+export const partnershipDetailSchema = partnershipSchema
+  .extend({
+    commissions: z.object({
+      pending_count: count,
+      approved_count: count,
+      pending_amount_cents: z.int(),
+      approved_amount_cents: z.int(),
+    }),
+  })
+  .meta({ id: "PartnershipDetail" });
+
+export const partnershipResponseSchema = z.object({ data: partnershipSchema });
+export const partnershipDetailResponseSchema = z.object({ data: partnershipDetailSchema });
+export const partnershipListResponseSchema = z.object({
+  data: z.array(partnershipSchema),
+  pagination: paginationSchema,
+});
+
+export type PublicPartnership = z.output<typeof partnershipSchema>;
+export type PublicPartnershipDetail = z.output<typeof partnershipDetailSchema>;
+export type RegisterAffiliateResponseBody = z.output<typeof registerAffiliateResponseSchema>;
+export type BulkRegisterResponseBody = z.output<typeof bulkRegisterResponseSchema>;
+export type BulkResult = z.output<typeof bulkResultSchema>;
+export type BulkAction = z.output<typeof bulkActionSchema>;

@@ -1,0 +1,97 @@
+import { describe, expect, it } from "vitest";
+import { validationErrorSchema } from "../src/schemas/common.js";
+import { programResponseSchema } from "../src/schemas/program.js";
+import { createGateway, expectBody } from "./support/harness.js";
+
+describe("GET /api/v1/program", () => {
+  it("answers the product's settings in snake_case, wrapped in data", async () => {
+    const { call, product } = createGateway();
+    const response = await call("GET", "/api/v1/program");
+    expect(response.statusCode).toBe(200);
+    expect(expectBody(programResponseSchema, response.json())).toEqual({
+      data: {
+        product_id: product.productId,
+        name: "Acme",
+        commission_rate_bps: 2000,
+        tier2_rate_bps: 500,
+        hold_days: 30,
+        payout_minimum_cents: 5000,
+        attribution_window_days: 60,
+        auto_approve: true,
+        currency: "usd",
+      },
+    });
+  });
+});
+
+describe("PATCH /api/v1/program", () => {
+  it("changes the given fields only and answers the result", async () => {
+    const { call, fake, product } = createGateway();
+    const response = await call("PATCH", "/api/v1/program", {
+      body: { commission_rate_bps: 10_000, hold_days: 0, payout_minimum_cents: 123_456, auto_approve: false },
+    });
+    expect(response.statusCode).toBe(200);
+    expect(expectBody(programResponseSchema, response.json()).data).toMatchObject({
+      commission_rate_bps: 10_000,
+      tier2_rate_bps: 500,
+      hold_days: 0,
+      payout_minimum_cents: 123_456,
+      attribution_window_days: 60,
+      auto_approve: false,
+    });
+    expect(fake.requestsOf("updateProgram")).toMatchObject([
+      {
+        productId: product.productId,
+        commissionRateBps: 10_000,
+        holdDays: 0,
+        payoutMinimumCents: 123_456n,
+        autoApprove: false,
+      },
+    ]);
+    const [sent] = fake.requestsOf("updateProgram") as { tier2RateBps?: number; attributionWindowDays?: number }[];
+    expect(sent?.tier2RateBps).toBeUndefined();
+    expect(sent?.attributionWindowDays).toBeUndefined();
+  });
+
+  it("answers the current settings for an empty body without writing", async () => {
+    const { call, fake } = createGateway();
+    const response = await call("PATCH", "/api/v1/program", { body: {} });
+    expect(response.statusCode).toBe(200);
+    expect(expectBody(programResponseSchema, response.json()).data.commission_rate_bps).toBe(2000);
+    expect(fake.callsOf("updateProgram")).toBe(0);
+  });
+
+  it.each([
+    ["commission_rate_bps above 10000", { commission_rate_bps: 10_001 }, "commission_rate_bps"],
+    ["tier2_rate_bps below 0", { tier2_rate_bps: -1 }, "tier2_rate_bps"],
+    ["hold_days below 0", { hold_days: -1 }, "hold_days"],
+    ["hold_days above 365", { hold_days: 366 }, "hold_days"],
+    ["attribution_window_days of 0", { attribution_window_days: 0 }, "attribution_window_days"],
+    ["a fractional payout minimum", { payout_minimum_cents: 1.5 }, "payout_minimum_cents"],
+    ["a negative payout minimum", { payout_minimum_cents: -1 }, "payout_minimum_cents"],
+    ["auto_approve as a string", { auto_approve: "true" }, "auto_approve"],
+    ["a rate as a string", { commission_rate_bps: "2000" }, "commission_rate_bps"],
+  ])("answers 400 fieldErrors for %s", async (_case, body, field) => {
+    const { call, fake } = createGateway();
+    const response = await call("PATCH", "/api/v1/program", { body });
+    expect(response.statusCode).toBe(400);
+    const envelope = expectBody(validationErrorSchema, response.json());
+    expect(Object.keys(envelope.details.fieldErrors)).toEqual([field]);
+    expect(fake.callsOf("updateProgram")).toBe(0);
+  });
+
+  it.each([
+    ["currency (read-only)", { currency: "eur" }, "currency"],
+    ["product_id (read-only)", { product_id: "prd_x", hold_days: 3 }, "product_id"],
+    ["an unknown field", { commission_rate: 10 }, "commission_rate"],
+  ])("answers 400 formErrors for %s", async (_case, body, field) => {
+    const { call, fake } = createGateway();
+    const response = await call("PATCH", "/api/v1/program", { body });
+    expect(response.statusCode).toBe(400);
+    expect(expectBody(validationErrorSchema, response.json()).details).toEqual({
+      formErrors: [`Unknown or read-only fields: ${field}`],
+      fieldErrors: {},
+    });
+    expect(fake.callsOf("updateProgram")).toBe(0);
+  });
+});

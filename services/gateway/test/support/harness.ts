@@ -1,0 +1,104 @@
+import { Writable } from "node:stream";
+import { createLogger, type Logger } from "@affiliate/platform";
+import { PartnersService } from "@affiliate/proto/partners";
+import { type Client, createClient, type Transport } from "@connectrpc/connect";
+import type { FastifyInstance, LightMyRequestResponse } from "fastify";
+import { pino } from "pino";
+import { expect } from "vitest";
+import type { z } from "zod";
+import { authenticateWith, KeyCache } from "../../src/auth/key-cache.js";
+import type { ReadinessCheck } from "../../src/routes/ops.js";
+import { buildServer } from "../../src/server.js";
+import type { PartnershipStatsSource } from "../../src/stats-source.js";
+import { FakePartners, type FakeProduct } from "./fake-partners.js";
+
+export interface GatewayOptions {
+  /** Where RPCs go; the fake partners' in-memory transport unless given. */
+  transport?: Transport;
+  rateLimitPerMinute?: number;
+  stats?: PartnershipStatsSource;
+  ready?: ReadinessCheck;
+  /** Whether the key cache is serving (as when key rotations are followed). */
+  trusted?: boolean;
+  logger?: Logger;
+}
+
+export interface TestGateway {
+  app: FastifyInstance;
+  fake: FakePartners;
+  partners: Client<typeof PartnersService>;
+  keyCache: KeyCache;
+  product: FakeProduct;
+  /** Sends a request with the product's live key unless `key` says otherwise (null: no header). */
+  call(
+    method: "GET" | "POST" | "PATCH" | "DELETE" | "PUT",
+    url: string,
+    options?: { key?: string | null; body?: unknown; headers?: Record<string, string>; payload?: string },
+  ): Promise<LightMyRequestResponse>;
+}
+
+export function createGateway(options: GatewayOptions = {}): TestGateway {
+  const fake = new FakePartners();
+  const product = fake.addProduct();
+  const partners = createClient(PartnersService, options.transport ?? fake.transport);
+  const keyCache = new KeyCache({ resolve: authenticateWith(partners), ttlMs: 60_000 });
+  keyCache.setTrusted(options.trusted ?? true);
+  const app = buildServer({
+    partners,
+    ready: options.ready ?? (async () => true),
+    logger: options.logger ?? createLogger("gateway-test", "silent"),
+    config: { RATE_LIMIT_PER_MINUTE: options.rateLimitPerMinute ?? 6000 },
+    keyCache,
+    ...(options.stats ? { stats: options.stats } : {}),
+  });
+  return {
+    app,
+    fake,
+    partners,
+    keyCache,
+    product,
+    call(method, url, { key = product.liveKey, body, headers = {}, payload } = {}) {
+      return app.inject({
+        method,
+        url,
+        headers: { ...(key === null ? {} : { "x-api-key": key }), ...headers },
+        ...(body !== undefined ? { payload: body as object } : {}),
+        ...(payload !== undefined ? { payload } : {}),
+      });
+    },
+  };
+}
+
+/** A platform-style logger whose lines are collected, for assertions on what gets logged. */
+export function capturingLogger(): { logger: Logger; lines: () => Record<string, unknown>[] } {
+  const chunks: string[] = [];
+  const stream = new Writable({
+    write(chunk, _encoding, done) {
+      chunks.push(String(chunk));
+      done();
+    },
+  });
+  const logger = pino({ level: "info" }, stream);
+  return {
+    logger,
+    lines: () =>
+      chunks
+        .join("")
+        .split("\n")
+        .filter(Boolean)
+        .map((line) => JSON.parse(line) as Record<string, unknown>),
+  };
+}
+
+/**
+ * Asserts `body` is exactly what `schema` describes: it parses, and parsing strips nothing
+ * (an extra field would be dropped by the parse and the comparison would fail).
+ */
+export function expectBody<S extends z.ZodType>(schema: S, body: unknown): z.output<S> {
+  const parsed = schema.safeParse(body);
+  if (!parsed.success) throw new Error(`response does not match its schema: ${parsed.error.message}`);
+  expect(parsed.data).toEqual(body);
+  return parsed.data;
+}
+
+export { FakePartners };
