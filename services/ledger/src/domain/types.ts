@@ -1,0 +1,90 @@
+/** The ledger's own vocabulary; the RPC edge maps it to and from proto. */
+
+export type EventType = "click" | "signup" | "payment";
+export type CommissionStatus = "pending" | "approved" | "paid" | "rejected" | "refunded";
+export type Period = "7d" | "30d" | "90d" | "12m";
+
+export interface TrackInput {
+  productId: string;
+  testMode: boolean;
+  type: EventType;
+  referralCode?: string | undefined;
+  visitorId?: string | undefined;
+  customerEmail?: string | undefined;
+  providerCustomerId?: string | undefined;
+  amountCents?: number | undefined;
+  externalId?: string | undefined;
+  occurredAt?: Date | undefined;
+  ip?: string | undefined;
+  userAgent?: string | undefined;
+}
+
+export interface CommissionSummary {
+  /** null for sandbox events: they create nothing. */
+  id: string | null;
+  level: 1 | 2;
+  amountCents: number;
+  status: CommissionStatus;
+}
+
+export interface TrackedEvent {
+  id: string;
+  type: EventType;
+  partnershipId: string | null;
+  visitorId: string | null;
+  occurredAt: Date;
+  testMode: boolean;
+  commissions: CommissionSummary[];
+}
+
+export interface Commission {
+  id: string;
+  productId: string;
+  partnershipId: string;
+  eventId: string;
+  level: 1 | 2;
+  parentCommissionId: string | null;
+  amountCents: number;
+  originalAmountCents: number;
+  status: CommissionStatus;
+  holdUntil: Date;
+  referralCode: string;
+  customerEmail: string | null;
+  paymentAmountCents: number;
+  paymentOccurredAt: Date;
+  payoutId: string | null;
+  reason: string | null;
+  createdAt: Date;
+}
+
+/** What partners says about the partnership an event is credited to. */
+export interface Attribution {
+  partnershipId: string;
+  referralCode: string;
+  status: "active" | "pending" | "rejected" | "removed";
+  activeSponsorPartnershipId: string | null;
+  program: {
+    commissionRateBps: number;
+    tier2RateBps: number;
+    holdDays: number;
+    attributionWindowDays: number;
+  };
+}
+
+export interface Metrics {
+  clicks: number;
+  signups: number;
+  conversions: number;
+  revenueCents: number;
+  commissionsCents: number;
+}
+
+export interface PartnershipStats {
+  clicks: number;
+  conversions: number;
+  earnedCents: number;
+  pendingCount: number;
+  approvedCount: number;
+  pendingAmountCents: number;
+  approvedAmountCents: number;
+}

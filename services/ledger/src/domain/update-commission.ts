@@ -1,0 +1,57 @@
+import { DomainError, type Sql } from "@affiliate/platform";
+import { enqueueCommissionEvent } from "../events/outbox.js";
+import { getCommissionOrThrow, lockCommissionFamily, setCommissionStatus } from "../store/commissions.js";
+import { recordCommissionChange } from "./commission-changes.js";
+import type { Commission } from "./types.js";
+
+export type CommissionAction = "approve" | "reject";
+
+/**
+ * A merchant's decision (contract section 6): approve ends a pending commission's hold early;
+ * reject voids a pending commission, or an approved one not yet in a payout. The level-2 child
+ * follows its parent where it is in the same state.
+ */
+export async function updateCommission(
+  sql: Sql,
+  productId: string,
+  commissionId: string,
+  change: { action: CommissionAction; reason?: string | undefined },
+): Promise<Commission> {
+  if (change.reason !== undefined && change.reason.length > 500) {
+    throw DomainError.invalidField("reason", "At most 500 characters");
+  }
+  return sql.begin(async (tx) => {
+    const family = await lockCommissionFamily(tx, productId, commissionId);
+    const target = family.find((c) => c.id === commissionId);
+    if (!target) throw new DomainError("not_found", `Commission ${commissionId} not found`);
+    const allowed = change.action === "approve" ? canApprove : canReject;
+    if (!allowed(target)) {
+      throw new DomainError(
+        "failed_precondition",
+        change.action === "approve"
+          ? `Only a pending commission can be approved; this one is ${target.status}`
+          : `Only a pending commission, or an approved one not in a payout, can be rejected; this one is ${target.status}${target.payoutId ? " and in a payout" : ""}`,
+      );
+    }
+    const changing = family.filter(allowed);
+    const status = change.action === "approve" ? "approved" : "rejected";
+    await setCommissionStatus(
+      tx,
+      changing.map((c) => c.id),
+      { status, reason: change.reason },
+    );
+    for (const commission of changing) {
+      await recordCommissionChange(tx, commission, commission, { status, amountCents: commission.amountCents });
+      const updated = await getCommissionOrThrow(tx, productId, commission.id);
+      await enqueueCommissionEvent(
+        tx,
+        change.action === "approve" ? "commissionApproved" : "commissionRejected",
+        updated,
+      );
+    }
+    return getCommissionOrThrow(tx, productId, commissionId);
+  });
+}
+
+const canApprove = (c: Commission) => c.status === "pending";
+const canReject = (c: Commission) => c.status === "pending" || (c.status === "approved" && c.payoutId === null);

@@ -1,0 +1,71 @@
+/** The ledger process: config -> connections -> RPC server, outbox relay, hold sweep -> close on SIGTERM. */
+
+import {
+  connectNats,
+  createLogger,
+  createRpcTransport,
+  createSql,
+  ensureStream,
+  onShutdown,
+  PageTokens,
+  startOutboxRelay,
+  startRpcServer,
+} from "@affiliate/platform";
+import { PartnersService } from "@affiliate/proto/partners";
+import { createClient } from "@connectrpc/connect";
+import { loadLedgerConfig } from "./config.js";
+import { approveDueCommissions } from "./domain/approve-due-commissions.js";
+import { CachedPartnersDirectory, followPartnersEvents } from "./partners-directory.js";
+import { routes, schema } from "./server.js";
+
+const config = loadLedgerConfig();
+const logger = createLogger("ledger", config.LOG_LEVEL);
+const sql = createSql(config.DATABASE_URL, { schema, max: config.DATABASE_POOL_SIZE, applicationName: "ledger" });
+const nats = await connectNats(config.NATS_URL, "ledger");
+await ensureStream(await nats.jetstreamManager(), { service: "ledger", namespace: config.EVENTS_NAMESPACE });
+const relay = startOutboxRelay({ sql, js: nats.jetstream(), schema, namespace: config.EVENTS_NAMESPACE, logger });
+
+const partners = new CachedPartnersDirectory(createClient(PartnersService, createRpcTransport(config.PARTNERS_URL)), {
+  ttlMs: config.ATTRIBUTION_CACHE_TTL_MS,
+  maxEntries: 50_000,
+});
+const following = followPartnersEvents({
+  directory: partners,
+  js: nats.jetstream(),
+  namespace: config.EVENTS_NAMESPACE,
+  logger,
+});
+// While NATS is away, eviction events cannot arrive: stop trusting the cache until it is back.
+void (async () => {
+  for await (const status of nats.status()) {
+    if (status.type === "disconnect") partners.setFollowing(false);
+    if (status.type === "reconnect") partners.setFollowing(true);
+  }
+})();
+
+const sweep = setInterval(() => {
+  approveDueCommissions(sql, new Date())
+    .then((approved) => approved > 0 && logger.info({ approved }, "hold sweep approved commissions"))
+    .catch((error: unknown) => logger.warn({ err: error }, "hold sweep failed; will retry"));
+}, config.HOLD_SWEEP_INTERVAL_MS);
+
+const server = await startRpcServer({
+  port: config.RPC_PORT,
+  host: config.RPC_HOST,
+  logger,
+  routes: routes({ sql, partners, pageTokens: new PageTokens(config.PAGE_TOKEN_SECRET), clock: () => new Date() }),
+  readiness: async () => {
+    if (nats.isClosed()) return false;
+    await sql`select 1`;
+    return true;
+  },
+});
+
+onShutdown(logger, [
+  ["rpc server", () => server.close()],
+  ["hold sweep", () => clearInterval(sweep)],
+  ["partners events", () => following.stop()],
+  ["outbox relay", () => relay.stop()],
+  ["nats", () => nats.drain()],
+  ["database", () => sql.end({ timeout: 5 })],
+]);

@@ -1,0 +1,154 @@
+import { followEvents, type JetStreamClient, type Logger, streamName } from "@affiliate/platform";
+import {
+  PartnershipStatus,
+  PartnershipStatusChangedSchema,
+  type PartnersService,
+  ProgramUpdatedSchema,
+  type ResolveAttributionResponse,
+} from "@affiliate/proto/partners";
+import { fromBinary } from "@bufbuild/protobuf";
+import { type Client, Code, ConnectError } from "@connectrpc/connect";
+import type { Attribution } from "./domain/types.js";
+
+/** Where the ledger learns who an event is credited to. */
+export interface PartnersDirectory {
+  /** The partnership of a referral code; undefined when no partnership has it. */
+  byReferralCode(productId: string, referralCode: string): Promise<Attribution | undefined>;
+  byPartnershipId(productId: string, partnershipId: string): Promise<Attribution | undefined>;
+}
+
+const statusNames: Record<number, Attribution["status"]> = {
+  [PartnershipStatus.ACTIVE]: "active",
+  [PartnershipStatus.PENDING]: "pending",
+  [PartnershipStatus.REJECTED]: "rejected",
+  [PartnershipStatus.REMOVED]: "removed",
+};
+
+function fromProto(res: ResolveAttributionResponse): Attribution {
+  return {
+    partnershipId: res.partnershipId,
+    referralCode: res.referralCode,
+    status: statusNames[res.status] ?? "removed",
+    activeSponsorPartnershipId: res.activeSponsorPartnershipId || null,
+    program: {
+      commissionRateBps: res.program?.commissionRateBps ?? 0,
+      tier2RateBps: res.program?.tier2RateBps ?? 0,
+      holdDays: res.program?.holdDays ?? 0,
+      attributionWindowDays: res.program?.attributionWindowDays ?? 0,
+    },
+  };
+}
+
+interface Entry {
+  value: Attribution;
+  productVersion: number;
+  expiresAt: number;
+}
+
+/**
+ * Partners' ResolveAttribution behind a cache, so a tracked event costs no RPC once its
+ * partnership is known. Entries of a product are dropped (by bumping the product's version) on
+ * any status change or program update of that product, so "changes apply to commissions created
+ * afterwards" holds within the event's latency. The cache is trusted only while the event feed
+ * runs; without it every lookup asks partners.
+ */
+export class CachedPartnersDirectory implements PartnersDirectory {
+  private readonly entries = new Map<string, Entry>();
+  private readonly versions = new Map<string, number>();
+  private following = false;
+
+  constructor(
+    private readonly partners: Client<typeof PartnersService>,
+    private readonly options: { ttlMs: number; maxEntries: number },
+  ) {}
+
+  byReferralCode(productId: string, referralCode: string) {
+    return this.lookup(productId, `code:${referralCode.toLowerCase()}`, { case: "referralCode", value: referralCode });
+  }
+
+  byPartnershipId(productId: string, partnershipId: string) {
+    return this.lookup(productId, `id:${partnershipId}`, { case: "partnershipId", value: partnershipId });
+  }
+
+  evictProduct(productId: string): void {
+    this.versions.set(productId, (this.versions.get(productId) ?? 0) + 1);
+  }
+
+  /** Whether cached answers may be used: only while partners' events are being followed. */
+  setFollowing(following: boolean): void {
+    this.following = following;
+    if (!following) this.entries.clear();
+  }
+
+  private async lookup(
+    productId: string,
+    key: string,
+    target: { case: "referralCode" | "partnershipId"; value: string },
+  ): Promise<Attribution | undefined> {
+    const cacheKey = `${productId}|${key}`;
+    const version = this.versions.get(productId) ?? 0;
+    const hit = this.entries.get(cacheKey);
+    if (this.following && hit && hit.productVersion === version && hit.expiresAt > Date.now()) return hit.value;
+    try {
+      const value = fromProto(await this.partners.resolveAttribution({ productId, target }));
+      if (this.following) {
+        if (this.entries.size >= this.options.maxEntries) this.entries.clear();
+        this.entries.set(cacheKey, { value, productVersion: version, expiresAt: Date.now() + this.options.ttlMs });
+      }
+      return value;
+    } catch (error) {
+      if (error instanceof ConnectError && error.code === Code.NotFound) return undefined;
+      throw error;
+    }
+  }
+}
+
+/**
+ * Keeps the directory's cache honest: follows partners' status and program events and evicts
+ * the product they concern. Retries until partners' stream exists; reports whether it follows.
+ */
+export function followPartnersEvents(options: {
+  directory: CachedPartnersDirectory;
+  js: JetStreamClient;
+  namespace: string;
+  logger: Logger;
+}): { stop(): Promise<void> } {
+  const { directory, js, namespace, logger } = options;
+  let stopped = false;
+  let subscription: { stop(): Promise<void> } | undefined;
+  const stream = streamName({ service: "partners", namespace });
+  const loop = (async () => {
+    while (!stopped && !subscription) {
+      try {
+        subscription = await followEvents({
+          js,
+          stream,
+          subject: "partners.>",
+          namespace,
+          logger,
+          handle: ({ subject, data }) => {
+            if (subject === "partners.partnership.status_changed") {
+              const productId = fromBinary(PartnershipStatusChangedSchema, data).partnership?.productId;
+              if (productId) directory.evictProduct(productId);
+            } else if (subject === "partners.program.updated") {
+              const productId = fromBinary(ProgramUpdatedSchema, data).program?.productId;
+              if (productId) directory.evictProduct(productId);
+            }
+          },
+        });
+        directory.setFollowing(true);
+      } catch (error) {
+        logger.warn({ err: error }, "cannot follow partners events yet; attribution lookups bypass the cache");
+        await new Promise((resolve) => setTimeout(resolve, 1000));
+      }
+    }
+  })();
+  return {
+    async stop() {
+      stopped = true;
+      await loop;
+      directory.setFollowing(false);
+      await subscription?.stop();
+    },
+  };
+}

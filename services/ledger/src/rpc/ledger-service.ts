@@ -1,0 +1,139 @@
+import { DomainError, type PageTokens } from "@affiliate/platform";
+import {
+  CommissionAction,
+  CommissionStatus as CommissionStatusProto,
+  EventType as EventTypeProto,
+  type LedgerService,
+  PartnershipStatsSchema,
+  type Period,
+} from "@affiliate/proto/ledger";
+import { create } from "@bufbuild/protobuf";
+import { timestampDate } from "@bufbuild/protobuf/wkt";
+import type { ServiceImpl } from "@connectrpc/connect";
+import { listCommissionsPage } from "../domain/list-commissions.js";
+import { getStats, getTimeseries } from "../domain/stats.js";
+import { type TrackDeps, trackEvent } from "../domain/track-event.js";
+import { updateCommission } from "../domain/update-commission.js";
+import { getCommissionOrThrow } from "../store/commissions.js";
+import { partnershipStats } from "../store/rollups.js";
+import {
+  commissionStatusToProto,
+  commissionToProto,
+  eventTypeToProto,
+  fromProtoEnum,
+  metricsToProto,
+  periodFromProto,
+  trackedEventToProto,
+} from "./mappers.js";
+
+export interface LedgerServiceDeps extends TrackDeps {
+  pageTokens: PageTokens;
+}
+
+const toNumber = (value: bigint | undefined) => (value === undefined ? undefined : Number(value));
+
+function periodOrThrow(period: Period) {
+  const value = periodFromProto[period];
+  if (!value) throw DomainError.invalidField("period", "Period must be 7d, 30d, 90d or 12m");
+  return value;
+}
+
+/** Thin handlers: decode, call one use case, encode. */
+export function createLedgerService(deps: LedgerServiceDeps): ServiceImpl<typeof LedgerService> {
+  const { sql, pageTokens, clock } = deps;
+  return {
+    async track(req) {
+      const type = fromProtoEnum(eventTypeToProto, req.type);
+      if (!type || req.type === EventTypeProto.UNSPECIFIED) {
+        throw DomainError.invalidField("type", "Type must be click, signup or payment");
+      }
+      const result = await trackEvent(deps, {
+        productId: req.productId,
+        testMode: req.testMode,
+        type,
+        referralCode: req.referralCode,
+        visitorId: req.visitorId,
+        customerEmail: req.customerEmail,
+        providerCustomerId: req.providerCustomerId,
+        amountCents: toNumber(req.amountCents),
+        externalId: req.externalId,
+        occurredAt: req.occurredAt ? timestampDate(req.occurredAt) : undefined,
+        ip: req.ip,
+        userAgent: req.userAgent,
+      });
+      return { event: trackedEventToProto(result.event), replayed: result.replayed };
+    },
+
+    async getCommission(req) {
+      return { commission: commissionToProto(await getCommissionOrThrow(sql, req.productId, req.commissionId)) };
+    },
+
+    async listCommissions(req) {
+      const status =
+        req.status === CommissionStatusProto.UNSPECIFIED
+          ? undefined
+          : fromProtoEnum(commissionStatusToProto, req.status);
+      if (req.status !== CommissionStatusProto.UNSPECIFIED && !status)
+        throw DomainError.invalidField("status", "Unknown status");
+      const page = await listCommissionsPage(sql, pageTokens, {
+        productId: req.productId,
+        status,
+        partnershipId: req.partnershipId,
+        payoutId: req.payoutId,
+        pageSize: req.pageSize,
+        pageToken: req.pageToken,
+      });
+      return { commissions: page.commissions.map(commissionToProto), nextPageToken: page.nextPageToken };
+    },
+
+    async updateCommission(req) {
+      const action =
+        req.action === CommissionAction.APPROVE
+          ? "approve"
+          : req.action === CommissionAction.REJECT
+            ? "reject"
+            : undefined;
+      if (!action) throw DomainError.invalidField("action", "Action must be approve or reject");
+      const commission = await updateCommission(sql, req.productId, req.commissionId, { action, reason: req.reason });
+      return { commission: commissionToProto(commission) };
+    },
+
+    async getStats(req) {
+      const stats = await getStats(sql, req.productId, periodOrThrow(req.period), clock());
+      return {
+        current: metricsToProto(stats.current),
+        previous: metricsToProto(stats.previous),
+        conversionRate: stats.conversionRate,
+      };
+    },
+
+    async getTimeseries(req) {
+      const points = await getTimeseries(sql, req.productId, periodOrThrow(req.period), clock());
+      return { points: points.map((p) => ({ date: p.date, metrics: metricsToProto(p.metrics) })) };
+    },
+
+    async batchGetPartnershipStats(req) {
+      if (req.partnershipIds.length > 100)
+        throw DomainError.invalidField("partnership_ids", "At most 100 ids per call");
+      const found = await partnershipStats(sql, req.productId, req.partnershipIds);
+      const stats = Object.fromEntries(
+        req.partnershipIds.map((id) => {
+          const s = found.get(id);
+          return [
+            id,
+            create(PartnershipStatsSchema, {
+              clicks: BigInt(s?.clicks ?? 0),
+              conversions: BigInt(s?.conversions ?? 0),
+              earnedCents: BigInt(s?.earnedCents ?? 0),
+              pendingCount: BigInt(s?.pendingCount ?? 0),
+              approvedCount: BigInt(s?.approvedCount ?? 0),
+              pendingAmountCents: BigInt(s?.pendingAmountCents ?? 0),
+              approvedAmountCents: BigInt(s?.approvedAmountCents ?? 0),
+            }),
+          ];
+        }),
+      );
+      return { stats };
+    },
+  };
+}

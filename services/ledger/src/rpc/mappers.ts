@@ -1,0 +1,87 @@
+import {
+  type Commission as CommissionProto,
+  CommissionSchema,
+  CommissionStatus as CommissionStatusProto,
+  EventType as EventTypeProto,
+  type Metrics as MetricsProto,
+  MetricsSchema,
+  Period as PeriodProto,
+  type TrackedEvent as TrackedEventProto,
+  TrackedEventSchema,
+} from "@affiliate/proto/ledger";
+import { create } from "@bufbuild/protobuf";
+import { timestampFromDate } from "@bufbuild/protobuf/wkt";
+import type { Commission, CommissionStatus, EventType, Metrics, Period, TrackedEvent } from "../domain/types.js";
+
+export const commissionStatusToProto: Record<CommissionStatus, CommissionStatusProto> = {
+  pending: CommissionStatusProto.PENDING,
+  approved: CommissionStatusProto.APPROVED,
+  paid: CommissionStatusProto.PAID,
+  rejected: CommissionStatusProto.REJECTED,
+  refunded: CommissionStatusProto.REFUNDED,
+};
+
+export const eventTypeToProto: Record<EventType, EventTypeProto> = {
+  click: EventTypeProto.CLICK,
+  signup: EventTypeProto.SIGNUP,
+  payment: EventTypeProto.PAYMENT,
+};
+
+export const periodFromProto: Partial<Record<PeriodProto, Period>> = {
+  [PeriodProto.PERIOD_7D]: "7d",
+  [PeriodProto.PERIOD_30D]: "30d",
+  [PeriodProto.PERIOD_90D]: "90d",
+  [PeriodProto.PERIOD_12M]: "12m",
+};
+
+/** The domain value of a proto enum, by reverse lookup; undefined for UNSPECIFIED or unknown. */
+export function fromProtoEnum<D extends string, P extends number>(table: Record<D, P>, value: P): D | undefined {
+  return (Object.keys(table) as D[]).find((key) => table[key] === value);
+}
+
+export function commissionToProto(c: Commission): CommissionProto {
+  return create(CommissionSchema, {
+    id: c.id,
+    productId: c.productId,
+    partnershipId: c.partnershipId,
+    amountCents: BigInt(c.amountCents),
+    status: commissionStatusToProto[c.status],
+    level: c.level,
+    parentCommissionId: c.parentCommissionId ?? "",
+    holdUntil: timestampFromDate(c.holdUntil),
+    createdAt: timestampFromDate(c.createdAt),
+    referralCode: c.referralCode,
+    customerEmail: c.customerEmail ?? undefined,
+    paymentAmountCents: BigInt(c.paymentAmountCents),
+    payoutId: c.payoutId ?? "",
+    eventId: c.eventId,
+    reason: c.reason ?? "",
+  });
+}
+
+export function trackedEventToProto(e: TrackedEvent): TrackedEventProto {
+  return create(TrackedEventSchema, {
+    id: e.id,
+    type: eventTypeToProto[e.type],
+    partnershipId: e.partnershipId ?? "",
+    visitorId: e.visitorId ?? "",
+    occurredAt: timestampFromDate(e.occurredAt),
+    testMode: e.testMode,
+    commissions: e.commissions.map((c) => ({
+      id: c.id ?? "",
+      level: c.level,
+      amountCents: BigInt(c.amountCents),
+      status: commissionStatusToProto[c.status],
+    })),
+  });
+}
+
+export function metricsToProto(m: Metrics): MetricsProto {
+  return create(MetricsSchema, {
+    clicks: BigInt(m.clicks),
+    signups: BigInt(m.signups),
+    conversions: BigInt(m.conversions),
+    revenueCents: BigInt(m.revenueCents),
+    commissionsCents: BigInt(m.commissionsCents),
+  });
+}

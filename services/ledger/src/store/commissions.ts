@@ -1,0 +1,115 @@
+import { DomainError, type Queryable } from "@affiliate/platform";
+import type { Commission, CommissionStatus } from "../domain/types.js";
+
+const selectCommission = (sql: Queryable) => sql`
+  select c.id, c.product_id, c.partnership_id, c.event_id, c.level, c.parent_commission_id, c.amount_cents,
+         c.original_amount_cents, c.status, c.hold_until, c.referral_code, e.customer_email,
+         c.payment_amount_cents, c.payment_occurred_at, c.payout_id, c.reason, c.created_at
+  from commissions c join tracking_events e on e.id = c.event_id`;
+
+export interface NewCommission {
+  id: string;
+  productId: string;
+  partnershipId: string;
+  eventId: string;
+  level: 1 | 2;
+  parentCommissionId: string | null;
+  amountCents: number;
+  status: CommissionStatus;
+  holdUntil: Date;
+  referralCode: string;
+  paymentAmountCents: number;
+  paymentOccurredAt: Date;
+}
+
+export async function insertCommissions(sql: Queryable, commissions: NewCommission[]): Promise<void> {
+  if (commissions.length === 0) return;
+  await sql`insert into commissions ${sql(
+    commissions.map((c) => ({
+      id: c.id,
+      product_id: c.productId,
+      partnership_id: c.partnershipId,
+      event_id: c.eventId,
+      level: c.level,
+      parent_commission_id: c.parentCommissionId,
+      original_amount_cents: c.amountCents,
+      amount_cents: c.amountCents,
+      status: c.status,
+      hold_until: c.holdUntil,
+      referral_code: c.referralCode,
+      payment_amount_cents: c.paymentAmountCents,
+      payment_occurred_at: c.paymentOccurredAt,
+      approved_at: c.status === "approved" ? new Date() : null,
+    })),
+  )}`;
+}
+
+export async function getCommissionOrThrow(sql: Queryable, productId: string, id: string): Promise<Commission> {
+  const [row] = await sql<Commission[]>`${selectCommission(sql)} where c.product_id = ${productId} and c.id = ${id}`;
+  if (!row) throw new DomainError("not_found", `Commission ${id} not found`);
+  return row;
+}
+
+export async function getCommissionsOfEvent(sql: Queryable, eventId: string): Promise<Commission[]> {
+  return sql<Commission[]>`${selectCommission(sql)} where c.event_id = ${eventId} order by c.level`;
+}
+
+/** The commission and its level-2 children, locked, parent first. */
+export async function lockCommissionFamily(sql: Queryable, productId: string, id: string): Promise<Commission[]> {
+  const locked = await sql<{ id: string }[]>`
+    select id from commissions
+    where product_id = ${productId} and (id = ${id} or parent_commission_id = ${id})
+    order by level for update`;
+  if (!locked.some((row) => row.id === id)) throw new DomainError("not_found", `Commission ${id} not found`);
+  return sql<Commission[]>`${selectCommission(sql)} where c.id in ${sql(locked.map((row) => row.id))} order by c.level`;
+}
+
+export async function setCommissionStatus(
+  sql: Queryable,
+  ids: string[],
+  change: { status: CommissionStatus; reason?: string | undefined },
+): Promise<void> {
+  await sql`
+    update commissions set status = ${change.status},
+      reason = coalesce(${change.reason ?? null}, reason),
+      approved_at = case when ${change.status} = 'approved' then now() else approved_at end,
+      updated_at = now()
+    where id in ${sql(ids)}`;
+}
+
+/**
+ * Approves up to `limit` pending commissions whose hold has ended. SKIP LOCKED lets several
+ * ledger replicas sweep at once without waiting on, or double-approving, each other's rows.
+ */
+export async function approveDueCommissions(sql: Queryable, now: Date, limit: number): Promise<Commission[]> {
+  const approved = await sql<{ id: string }[]>`
+    update commissions set status = 'approved', approved_at = ${now}, updated_at = ${now}
+    where id in (
+      select id from commissions where status = 'pending' and hold_until <= ${now}
+      order by hold_until limit ${limit} for update skip locked)
+    returning id`;
+  if (approved.length === 0) return [];
+  return sql<Commission[]>`${selectCommission(sql)} where c.id in ${sql(approved.map((row) => row.id))}`;
+}
+
+export async function listCommissions(
+  sql: Queryable,
+  query: {
+    productId: string;
+    status?: CommissionStatus | undefined;
+    partnershipId?: string | undefined;
+    payoutId?: string | undefined;
+    afterId?: string | undefined;
+    limit: number;
+  },
+): Promise<Commission[]> {
+  return sql<Commission[]>`
+    ${selectCommission(sql)}
+    where c.product_id = ${query.productId}
+      ${query.status ? sql`and c.status = ${query.status}` : sql``}
+      ${query.partnershipId ? sql`and c.partnership_id = ${query.partnershipId}` : sql``}
+      ${query.payoutId ? sql`and c.payout_id = ${query.payoutId}` : sql``}
+      ${query.afterId ? sql`and c.id < ${query.afterId}` : sql``}
+    order by c.id desc
+    limit ${query.limit}`;
+}

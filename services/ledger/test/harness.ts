@@ -1,0 +1,95 @@
+import * as partnersServer from "@affiliate/partners/server";
+import { createLogger, createSql, errorMapping, migrate, PageTokens, type Sql } from "@affiliate/platform";
+import { EventType, LedgerService, type TrackRequestSchema } from "@affiliate/proto/ledger";
+import { PartnersAdminService, PartnersService, type UpdateProgramRequestSchema } from "@affiliate/proto/partners";
+import { createTestDatabase, type TestDatabase } from "@affiliate/testing";
+import type { MessageInitShape } from "@bufbuild/protobuf";
+import { timestampFromDate } from "@bufbuild/protobuf/wkt";
+import { type Client, createClient, createRouterTransport } from "@connectrpc/connect";
+import { CachedPartnersDirectory } from "../src/partners-directory.js";
+import { migrationsDirectory, routes, schema } from "../src/server.js";
+
+export interface Harness {
+  sql: Sql;
+  ledger: Client<typeof LedgerService>;
+  partners: Client<typeof PartnersService>;
+  admin: Client<typeof PartnersAdminService>;
+  /** The ledger's clock; tests move it. */
+  clock: { now: Date };
+  close(): Promise<void>;
+}
+
+const errors = { router: { interceptors: [errorMapping(createLogger("ledger-test", "silent"))] } };
+
+/**
+ * The ledger over an in-memory transport on a fresh database, with the real partners service
+ * (its own schema in the same database) behind its partners directory.
+ */
+export async function startHarness(): Promise<Harness> {
+  const database: TestDatabase = await createTestDatabase();
+  const partnersSql = createSql(database.url, {
+    schema: partnersServer.schema,
+    max: 4,
+    applicationName: "partners-test",
+  });
+  await migrate(partnersSql, partnersServer.schema, partnersServer.migrationsDirectory);
+  const sql = createSql(database.url, { schema, max: 8, applicationName: "ledger-test" });
+  await migrate(sql, schema, migrationsDirectory);
+  const pageTokens = new PageTokens("test-page-token-secret");
+  const partnersTransport = createRouterTransport(partnersServer.routes({ sql: partnersSql, pageTokens }), errors);
+  const partners = createClient(PartnersService, partnersTransport);
+  const clock = { now: new Date() };
+  const directory = new CachedPartnersDirectory(partners, { ttlMs: 60_000, maxEntries: 1000 });
+  const ledgerTransport = createRouterTransport(
+    routes({ sql, partners: directory, pageTokens, clock: () => clock.now }),
+    errors,
+  );
+  return {
+    sql,
+    ledger: createClient(LedgerService, ledgerTransport),
+    partners,
+    admin: createClient(PartnersAdminService, partnersTransport),
+    clock,
+    async close() {
+      await sql.end();
+      await partnersSql.end();
+      await database.drop();
+    },
+  };
+}
+
+let counter = 0;
+export const unique = (tag: string) => `${tag}-${Date.now().toString(36)}-${++counter}`;
+export const uniqueEmail = (tag = "cust") => `${unique(tag)}@example.com`;
+
+/** A product with the given program settings. */
+export async function newProduct(
+  h: Harness,
+  settings: Omit<MessageInitShape<typeof UpdateProgramRequestSchema>, "productId"> = {},
+) {
+  const { product } = await h.admin.createProduct({ name: unique("product") });
+  const productId = product?.id ?? "";
+  if (Object.keys(settings).length > 0) await h.partners.updateProgram({ productId, ...settings });
+  return productId;
+}
+
+/** An active partnership; returns its id and code. */
+export async function newAffiliate(h: Harness, productId: string, extra: { sponsorReferralCode?: string } = {}) {
+  const { partnership } = await h.partners.registerAffiliate({
+    productId,
+    registration: { email: uniqueEmail("aff"), ...extra },
+    notify: false,
+  });
+  return { id: partnership?.id ?? "", code: partnership?.referralCode ?? "" };
+}
+
+type TrackInit = Omit<MessageInitShape<typeof TrackRequestSchema>, "occurredAt" | "$typeName"> & { occurredAt?: Date };
+
+/** Tracks an event, with occurredAt as a Date. */
+export function track(h: Harness, request: TrackInit) {
+  const { occurredAt, ...rest } = request;
+  return h.ledger.track({ ...rest, occurredAt: occurredAt ? timestampFromDate(occurredAt) : undefined });
+}
+
+export const day = 24 * 3600 * 1000;
+export { EventType };

@@ -1,0 +1,221 @@
+import { fieldErrorsOf } from "@affiliate/platform";
+import { CommissionAction, Period } from "@affiliate/proto/ledger";
+import { ConnectError } from "@connectrpc/connect";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { day, EventType, type Harness, newAffiliate, newProduct, startHarness, track } from "./harness.js";
+
+let h: Harness;
+beforeAll(async () => {
+  h = await startHarness();
+  // A fixed "now" in the middle of a UTC day, so windows have partial days at both edges.
+  h.clock.now = new Date(Date.UTC(2026, 10, 20, 15, 30, 0));
+});
+afterAll(() => h.close());
+
+const at = (msBeforeNow: number) => new Date(h.clock.now.getTime() - msBeforeNow);
+const metrics = (m: Record<string, bigint> | undefined) =>
+  m && {
+    clicks: m.clicks,
+    signups: m.signups,
+    conversions: m.conversions,
+    revenue: m.revenueCents,
+    commissions: m.commissionsCents,
+  };
+
+describe("summary stats", () => {
+  it("sums the rolling window and the one before it, to the millisecond at both edges", async () => {
+    const productId = await newProduct(h, { holdDays: 0 });
+    const aff = await newAffiliate(h, productId);
+    const click = (ms: number) =>
+      track(h, { productId, type: EventType.CLICK, referralCode: aff.code, occurredAt: at(ms) });
+    await click(0); // now: inside
+    await click(7 * day - 1); // just inside the 7d window (a partial day)
+    await click(7 * day); // exactly at the start: inside [now-7d, now)
+    await click(7 * day + 1); // just before: previous period
+    await click(14 * day - 1); // previous period
+    await click(14 * day + 1); // before both
+    await track(h, {
+      productId,
+      type: EventType.CLICK,
+      referralCode: aff.code,
+      occurredAt: new Date(h.clock.now.getTime() + 60_000),
+    }); // future: excluded
+    const stats = await h.ledger.getStats({ productId, period: Period.PERIOD_7D });
+    expect(stats.current?.clicks).toBe(3n);
+    expect(stats.previous?.clicks).toBe(2n);
+  });
+
+  it("counts signups, attributed payments, revenue and live commission amounts, and the conversion rate", async () => {
+    const productId = await newProduct(h, { holdDays: 0 });
+    const sponsor = await newAffiliate(h, productId);
+    const aff = await newAffiliate(h, productId, { sponsorReferralCode: sponsor.code });
+    for (let i = 0; i < 4; i++)
+      await track(h, { productId, type: EventType.CLICK, referralCode: aff.code, occurredAt: at(day * i) });
+    await track(h, { productId, type: EventType.SIGNUP, occurredAt: at(2 * day) });
+    const paid = await track(h, {
+      productId,
+      type: EventType.PAYMENT,
+      referralCode: aff.code,
+      amountCents: 10_000n,
+      occurredAt: at(3 * day),
+    });
+    await track(h, { productId, type: EventType.PAYMENT, amountCents: 777n, occurredAt: at(day) }); // unattributed: not a conversion
+    const rejected = await track(h, {
+      productId,
+      type: EventType.PAYMENT,
+      referralCode: aff.code,
+      amountCents: 5000n,
+      occurredAt: at(2 * day),
+    });
+    await h.ledger.updateCommission({
+      productId,
+      commissionId: rejected.event?.commissions[0]?.id ?? "",
+      action: CommissionAction.REJECT,
+    });
+    await track(h, {
+      productId,
+      testMode: true,
+      type: EventType.PAYMENT,
+      referralCode: aff.code,
+      amountCents: 99_999n,
+    }); // sandbox: never counted
+
+    const stats = await h.ledger.getStats({ productId, period: Period.PERIOD_30D });
+    expect(metrics(stats.current as unknown as Record<string, bigint>)).toEqual({
+      clicks: 4n,
+      signups: 1n,
+      conversions: 2n,
+      revenue: 15_000n,
+      commissions: 2000n + 500n, // the rejected payment's commissions (1000 + 250) are excluded
+    });
+    expect(stats.conversionRate).toBe(0.5);
+    expect(paid.event?.commissions).toHaveLength(2);
+  });
+
+  it("answers zeros and a rate of 0 without clicks, and refuses an unspecified period", async () => {
+    const productId = await newProduct(h);
+    const stats = await h.ledger.getStats({ productId, period: Period.PERIOD_12M });
+    expect(stats.conversionRate).toBe(0);
+    expect(stats.current?.clicks).toBe(0n);
+    const error = await h.ledger.getStats({ productId }).catch(ConnectError.from);
+    expect(fieldErrorsOf(error as ConnectError)?.fieldErrors).toHaveProperty("period");
+  });
+});
+
+describe("time series", () => {
+  it("has one point per UTC day, oldest first, ending today, with zeros for quiet days", async () => {
+    const productId = await newProduct(h, { holdDays: 0 });
+    const aff = await newAffiliate(h, productId);
+    await track(h, { productId, type: EventType.CLICK, referralCode: aff.code, occurredAt: at(0) });
+    await track(h, {
+      productId,
+      type: EventType.PAYMENT,
+      referralCode: aff.code,
+      amountCents: 1000n,
+      occurredAt: at(2 * day),
+    });
+    const { points } = await h.ledger.getTimeseries({ productId, period: Period.PERIOD_7D });
+    expect(points.map((p) => p.date)).toEqual([
+      "2026-11-14",
+      "2026-11-15",
+      "2026-11-16",
+      "2026-11-17",
+      "2026-11-18",
+      "2026-11-19",
+      "2026-11-20",
+    ]);
+    expect(points[6]?.metrics?.clicks).toBe(1n);
+    expect(points[4]?.metrics).toMatchObject({ conversions: 1n, revenueCents: 1000n, commissionsCents: 200n });
+    expect(points.filter((p) => p.metrics?.clicks === 0n && p.metrics?.conversions === 0n)).toHaveLength(5);
+  });
+
+  it("has 365 points for 12m", async () => {
+    const productId = await newProduct(h);
+    const { points } = await h.ledger.getTimeseries({ productId, period: Period.PERIOD_12M });
+    expect(points).toHaveLength(365);
+    expect(points.at(-1)?.date).toBe("2026-11-20");
+  });
+});
+
+describe("partnership stats", () => {
+  it("batches all-time clicks, conversions, earnings and the commission breakdown", async () => {
+    const productId = await newProduct(h, { holdDays: 10 });
+    const sponsor = await newAffiliate(h, productId);
+    const aff = await newAffiliate(h, productId, { sponsorReferralCode: sponsor.code });
+    const idle = await newAffiliate(h, productId);
+    await track(h, { productId, type: EventType.CLICK, referralCode: aff.code });
+    await track(h, { productId, type: EventType.CLICK, referralCode: aff.code });
+    await track(h, { productId, type: EventType.PAYMENT, referralCode: aff.code, amountCents: 1000n }); // pending 200 + 50
+    await track(h, {
+      productId,
+      type: EventType.PAYMENT,
+      referralCode: aff.code,
+      amountCents: 2000n,
+      occurredAt: at(11 * day),
+    }); // approved 400 + 100
+    const rejected = await track(h, { productId, type: EventType.PAYMENT, referralCode: aff.code, amountCents: 3000n });
+    await h.ledger.updateCommission({
+      productId,
+      commissionId: rejected.event?.commissions[0]?.id ?? "",
+      action: CommissionAction.REJECT,
+    });
+
+    const { stats } = await h.ledger.batchGetPartnershipStats({
+      productId,
+      partnershipIds: [aff.id, sponsor.id, idle.id, "ptn_unknown"],
+    });
+    expect(stats[aff.id]).toMatchObject({
+      clicks: 2n,
+      conversions: 3n,
+      earnedCents: 600n,
+      pendingCount: 1n,
+      pendingAmountCents: 200n,
+      approvedCount: 1n,
+      approvedAmountCents: 400n,
+    });
+    expect(stats[sponsor.id]).toMatchObject({
+      clicks: 0n,
+      conversions: 0n,
+      earnedCents: 150n,
+      pendingCount: 1n,
+      approvedCount: 1n,
+    });
+    expect(stats[idle.id]).toMatchObject({ clicks: 0n, earnedCents: 0n });
+    expect(stats.ptn_unknown).toMatchObject({ clicks: 0n, earnedCents: 0n });
+  });
+
+  it("another product's partnership reads as zeros", async () => {
+    const other = await newProduct(h);
+    const aff = await newAffiliate(h, other);
+    await track(h, { productId: other, type: EventType.CLICK, referralCode: aff.code });
+    const { stats } = await h.ledger.batchGetPartnershipStats({
+      productId: await newProduct(h),
+      partnershipIds: [aff.id],
+    });
+    expect(stats[aff.id]?.clicks).toBe(0n);
+  });
+});
+
+describe("rollups stay equal to the rows they summarise", () => {
+  it("daily commission sums and partnership buckets match the commissions table", async () => {
+    const daily = await h.sql`
+      select r.product_id, r.day, r.total, coalesce(c.total, 0) as actual from
+        (select product_id, day, sum(commissions_cents) as total from daily_rollups group by 1, 2) r
+        left join (select product_id, (payment_occurred_at at time zone 'UTC')::date as day, sum(amount_cents) as total
+                   from commissions where status <> 'rejected' group by 1, 2) c using (product_id, day)
+      where r.total <> coalesce(c.total, 0)`;
+    expect(daily).toEqual([]);
+    const buckets = await h.sql`
+      select r.partnership_id from
+        (select partnership_id, sum(pending_amount_cents) as pending, sum(approved_amount_cents) as approved,
+                sum(pending_count) as pending_count from partnership_rollups group by 1) r
+        left join (select partnership_id,
+                     coalesce(sum(amount_cents) filter (where status = 'pending'), 0) as pending,
+                     coalesce(sum(amount_cents) filter (where status = 'approved'), 0) as approved,
+                     count(*) filter (where status = 'pending') as pending_count
+                   from commissions group by 1) c using (partnership_id)
+      where r.pending <> coalesce(c.pending, 0) or r.approved <> coalesce(c.approved, 0)
+         or r.pending_count <> coalesce(c.pending_count, 0)`;
+    expect(buckets).toEqual([]);
+  });
+});
