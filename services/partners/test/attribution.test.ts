@@ -93,6 +93,28 @@ describe("batch reads", () => {
   });
 });
 
+describe("counting partnerships", () => {
+  it("counts the product's partnerships of one status, or all", async () => {
+    const productId = await newProduct();
+    const [a, b] = [await register(productId), await register(productId)];
+    await register(productId);
+    await register(await newProduct());
+    await h.partners.updatePartnershipStatus({
+      productId,
+      partnershipId: a?.id ?? "",
+      status: PartnershipStatus.REMOVED,
+    });
+    await h.partners.updatePartnershipStatus({
+      productId,
+      partnershipId: b?.id ?? "",
+      status: PartnershipStatus.REMOVED,
+    });
+    expect((await h.partners.countPartnerships({ productId, status: PartnershipStatus.ACTIVE })).count).toBe(1n);
+    expect((await h.partners.countPartnerships({ productId, status: PartnershipStatus.REMOVED })).count).toBe(2n);
+    expect((await h.partners.countPartnerships({ productId })).count).toBe(3n);
+  });
+});
+
 describe("events for caches", () => {
   it("every status change and every program update is published", async () => {
     const productId = await newProduct();

@@ -33,6 +33,15 @@ export const services: ServiceDefinition[] = [
     addressEnv: (port) => ({ PARTNERS_URL: `http://127.0.0.1:${port}` }),
   },
   {
+    name: "ledger",
+    directory: "services/ledger",
+    migrates: true,
+    protocol: "rpc",
+    defaultPort: 7102,
+    listenEnv: (port, host) => ({ RPC_PORT: String(port), RPC_HOST: host }),
+    addressEnv: (port) => ({ LEDGER_URL: `http://127.0.0.1:${port}` }),
+  },
+  {
     name: "gateway",
     directory: "services/gateway",
     migrates: false,

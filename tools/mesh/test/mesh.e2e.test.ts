@@ -18,13 +18,13 @@ let cliEnv: NodeJS.ProcessEnv;
 beforeAll(async () => {
   database = await createTestDatabase();
   namespace = createTestNamespace();
-  const partnersPort = await freePort();
+  const [partnersPort, ledgerPort] = [await freePort(), await freePort()];
   mesh = await startMesh({
     databaseUrl: database.url,
     natsUrl: process.env.NATS_URL ?? "nats://127.0.0.1:4222",
     host: "127.0.0.1",
     port: await freePort(),
-    servicePorts: { partners: partnersPort },
+    servicePorts: { partners: partnersPort, ledger: ledgerPort },
     output: "pipe",
     // A long cache lifetime: only the rotation event can explain an old key's 401.
     env: { EVENTS_NAMESPACE: namespace.namespace, KEY_CACHE_TTL_MS: "600000", LOG_LEVEL: "warn" },
@@ -234,13 +234,14 @@ describe("npm start's launcher", () => {
   });
 
   it("starts every service, serves, and stops them all on SIGINT", async () => {
-    const [port, partnersPort] = [await freePort(), await freePort()];
+    const [port, partnersPort, ledgerPort] = [await freePort(), await freePort(), await freePort()];
     const child = spawn(process.execPath, [join(repositoryRoot, "tools", "mesh", "dist", "main.js")], {
       env: {
         ...process.env,
         DATABASE_URL: database.url,
         PORT: String(port),
         PARTNERS_RPC_PORT: String(partnersPort),
+        LEDGER_RPC_PORT: String(ledgerPort),
         EVENTS_NAMESPACE: namespace.namespace,
         LOG_LEVEL: "warn",
       },

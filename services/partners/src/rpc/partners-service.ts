@@ -15,7 +15,7 @@ import { resolveAttribution } from "../domain/resolve-attribution.js";
 import type { Registration } from "../domain/types.js";
 import { updatePartnershipStatus } from "../domain/update-partnership-status.js";
 import { updateProgram } from "../domain/update-program.js";
-import { getPartnershipOrThrow, getPartnershipsByIds } from "../store/partnerships.js";
+import { countPartnerships, getPartnershipOrThrow, getPartnershipsByIds } from "../store/partnerships.js";
 import { getProgramOrThrow } from "../store/programs.js";
 import {
   keyModeToProto,
@@ -122,6 +122,13 @@ export function createPartnersService({ sql, pageTokens }: PartnersServiceDeps):
       }
       const partnerships = await getPartnershipsByIds(sql, req.productId, req.partnershipIds);
       return { partnerships: partnerships.map(partnershipToProto) };
+    },
+
+    async countPartnerships(req) {
+      const status = req.status === PartnershipStatus.UNSPECIFIED ? undefined : statusFromProto(req.status);
+      if (req.status !== PartnershipStatus.UNSPECIFIED && !status)
+        throw DomainError.invalidField("status", "Unknown status");
+      return { count: BigInt(await countPartnerships(sql, req.productId, status)) };
     },
 
     async resolveAttribution(req) {

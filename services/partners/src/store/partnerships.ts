@@ -150,3 +150,14 @@ export async function findAttribution(
       and ${"referralCode" in target ? sql`lower(p.referral_code) = lower(${target.referralCode})` : sql`p.id = ${target.partnershipId}`}`;
   return row;
 }
+
+export async function countPartnerships(
+  sql: Queryable,
+  productId: string,
+  status: PartnershipStatus | undefined,
+): Promise<number> {
+  const [row] = await sql<{ count: number }[]>`
+    select count(*)::int8 as count from partnerships
+    where product_id = ${productId} ${status ? sql`and status = ${status}` : sql``}`;
+  return row?.count ?? 0;
+}
