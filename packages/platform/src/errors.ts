@@ -1,4 +1,5 @@
-import { FieldViolationsSchema } from "@affiliate/proto/common";
+import { ErrorInfoSchema, FieldViolationsSchema } from "@affiliate/proto/common";
+import type { JsonObject } from "@bufbuild/protobuf";
 import { create } from "@bufbuild/protobuf";
 import { Code, ConnectError } from "@connectrpc/connect";
 
@@ -8,6 +9,7 @@ export type DomainErrorKind =
   | "not_found"
   | "already_exists"
   | "failed_precondition"
+  | "out_of_range"
   | "unauthenticated"
   | "permission_denied"
   | "aborted"
@@ -23,6 +25,11 @@ export type FieldErrors = Record<string, string[]>;
  */
 export class DomainError extends Error {
   override readonly name = "DomainError";
+  /** A stable, machine-readable reason (e.g. "ambiguous_payment"), travelling as ErrorInfo. */
+  reason?: string;
+  /** Public details for the merchant (e.g. { commission_id }), travelling as ErrorInfo. */
+  details?: JsonObject;
+
   constructor(
     readonly kind: DomainErrorKind,
     message: string,
@@ -30,6 +37,14 @@ export class DomainError extends Error {
     readonly formErrors: string[] = [],
   ) {
     super(message);
+  }
+
+  /** An error with a reason and public details, e.g. a 409 naming the commission. */
+  static withInfo(kind: DomainErrorKind, message: string, info: { reason: string; details?: JsonObject }): DomainError {
+    const error = new DomainError(kind, message);
+    error.reason = info.reason;
+    error.details = info.details ?? {};
+    return error;
   }
 
   /** An INVALID_ARGUMENT naming the offending field, shown as a validation envelope. */
@@ -43,30 +58,43 @@ const codeOf: Record<DomainErrorKind, Code> = {
   not_found: Code.NotFound,
   already_exists: Code.AlreadyExists,
   failed_precondition: Code.FailedPrecondition,
+  out_of_range: Code.OutOfRange,
   unauthenticated: Code.Unauthenticated,
   permission_denied: Code.PermissionDenied,
   aborted: Code.Aborted,
   unavailable: Code.Unavailable,
 };
 
-/** The ConnectError a DomainError travels as; field errors ride as a FieldViolations detail. */
+type OutgoingDetails = NonNullable<ConstructorParameters<typeof ConnectError>[3]>;
+
+/**
+ * The ConnectError a DomainError travels as: field errors ride as a FieldViolations detail, a
+ * reason with public details as an ErrorInfo detail.
+ */
 export function toConnectError(error: DomainError): ConnectError {
+  const details: OutgoingDetails = [];
   const violations = Object.entries(error.fieldErrors).flatMap(([field, messages]) =>
     messages.map((description) => ({ field, description })),
   );
-  const details =
-    violations.length > 0 || error.formErrors.length > 0
-      ? [
-          {
-            desc: FieldViolationsSchema,
-            value: create(FieldViolationsSchema, {
-              fieldViolations: violations,
-              formErrors: error.formErrors,
-            }),
-          },
-        ]
-      : [];
+  if (violations.length > 0 || error.formErrors.length > 0) {
+    details.push({
+      desc: FieldViolationsSchema,
+      value: create(FieldViolationsSchema, { fieldViolations: violations, formErrors: error.formErrors }),
+    });
+  }
+  if (error.reason !== undefined) {
+    details.push({
+      desc: ErrorInfoSchema,
+      value: create(ErrorInfoSchema, { reason: error.reason, details: error.details ?? {} }),
+    });
+  }
   return new ConnectError(error.message, codeOf[error.kind], undefined, details);
+}
+
+/** The reason and public details carried by a ConnectError, or undefined when it has none. */
+export function errorInfoOf(error: ConnectError): { reason: string; details: JsonObject } | undefined {
+  const [info] = error.findDetails(ErrorInfoSchema);
+  return info ? { reason: info.reason, details: info.details ?? {} } : undefined;
 }
 
 /** The field errors carried by a ConnectError, or undefined when it has none. */

@@ -2,3 +2,4 @@
 export * from "./gen/affiliate/ledger/v1/commission_pb.js";
 export * from "./gen/affiliate/ledger/v1/events_pb.js";
 export * from "./gen/affiliate/ledger/v1/ledger_service_pb.js";
+export * from "./gen/affiliate/ledger/v1/refund_pb.js";

@@ -1,4 +1,7 @@
-/** The ledger process: config -> connections -> RPC server, outbox relay, hold sweep -> close on SIGTERM. */
+/**
+ * The ledger process: config -> connections -> RPC server, outbox relay, hold sweep, key purge,
+ * payout-event consumers -> close on SIGTERM.
+ */
 
 import {
   connectNats,
@@ -15,6 +18,8 @@ import { PartnersService } from "@affiliate/proto/partners";
 import { createClient } from "@connectrpc/connect";
 import { loadLedgerConfig } from "./config.js";
 import { approveDueCommissions } from "./domain/approve-due-commissions.js";
+import { purgeExpiredKeys } from "./domain/idempotency.js";
+import { consumePayoutEvents } from "./events/payout-events.js";
 import { CachedPartnersDirectory, followPartnersEvents } from "./partners-directory.js";
 import { routes, schema } from "./server.js";
 
@@ -49,6 +54,24 @@ const sweep = setInterval(() => {
     .catch((error: unknown) => logger.warn({ err: error }, "hold sweep failed; will retry"));
 }, config.HOLD_SWEEP_INTERVAL_MS);
 
+// Expired idempotency keys (older than 30 days) are deleted hourly, so a key can be used again.
+const purge = setInterval(
+  () => {
+    purgeExpiredKeys(sql)
+      .then((purged) => purged > 0 && logger.info({ purged }, "expired idempotency keys purged"))
+      .catch((error: unknown) => logger.warn({ err: error }, "idempotency key purge failed; will retry"));
+  },
+  60 * 60 * 1000,
+);
+
+const payoutEvents = await consumePayoutEvents({
+  sql,
+  js: nats.jetstream(),
+  jsm: await nats.jetstreamManager(),
+  namespace: config.EVENTS_NAMESPACE,
+  logger,
+});
+
 const server = await startRpcServer({
   port: config.RPC_PORT,
   host: config.RPC_HOST,
@@ -63,7 +86,8 @@ const server = await startRpcServer({
 
 onShutdown(logger, [
   ["rpc server", () => server.close()],
-  ["hold sweep", () => clearInterval(sweep)],
+  ["hold sweep and purge", () => [sweep, purge].forEach(clearInterval)],
+  ["payout events", () => Promise.all(payoutEvents.map((consumer) => consumer.stop()))],
   ["partners events", () => following.stop()],
   ["outbox relay", () => relay.stop()],
   ["nats", () => nats.drain()],

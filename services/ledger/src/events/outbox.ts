@@ -1,15 +1,22 @@
 import { enqueueEvent, newId, type Queryable } from "@affiliate/platform";
-import { CommissionApprovedSchema, CommissionCreatedSchema, CommissionRejectedSchema } from "@affiliate/proto/ledger";
+import {
+  CommissionApprovedSchema,
+  CommissionCreatedSchema,
+  CommissionRefundedSchema,
+  CommissionRejectedSchema,
+} from "@affiliate/proto/ledger";
 import { create } from "@bufbuild/protobuf";
 import { timestampNow } from "@bufbuild/protobuf/wkt";
+import type { RefundResult } from "../domain/refund-payment.js";
 import type { Commission } from "../domain/types.js";
-import { commissionToProto } from "../rpc/mappers.js";
+import { commissionStatusToProto, commissionToProto, refundResultToProto } from "../rpc/mappers.js";
 
 /** Subjects of the events this service publishes (stream LEDGER). */
 export const subjects = {
   commissionCreated: "ledger.commission.created",
   commissionApproved: "ledger.commission.approved",
   commissionRejected: "ledger.commission.rejected",
+  commissionRefunded: "ledger.commission.refunded",
 } as const;
 
 const schemas = {
@@ -21,7 +28,7 @@ const schemas = {
 /** Writes a commission event into the outbox of the caller's transaction. */
 export function enqueueCommissionEvent(
   tx: Queryable,
-  kind: keyof typeof subjects,
+  kind: keyof typeof schemas,
   commission: Commission,
 ): Promise<void> {
   const schema = schemas[kind];
@@ -30,5 +37,34 @@ export function enqueueCommissionEvent(
     subjects[kind],
     schema,
     create(schema, { id: newId("evt"), occurredAt: timestampNow(), commission: commissionToProto(commission) }),
+  );
+}
+
+/**
+ * commission.refunded for one commission a refund changed: what payouts needs to recalculate an
+ * open payout or claw back a paid commission, and what the notifier needs for the affiliate's
+ * email and the webhook (the refund's figures and reason).
+ */
+export function enqueueRefundEvent(
+  tx: Queryable,
+  change: { before: Commission; after: Commission; paymentRefundedCents: number; refund: RefundResult; reason: string },
+): Promise<void> {
+  const { before, after } = change;
+  return enqueueEvent(
+    tx,
+    subjects.commissionRefunded,
+    CommissionRefundedSchema,
+    create(CommissionRefundedSchema, {
+      id: newId("evt"),
+      occurredAt: timestampNow(),
+      commission: commissionToProto(after),
+      previousAmountCents: BigInt(before.amountCents),
+      newAmountCents: BigInt(after.amountCents),
+      previousStatus: commissionStatusToProto[before.status],
+      clawbackCents: BigInt(before.status === "paid" ? before.amountCents - after.amountCents : 0),
+      paymentRefundedCents: BigInt(change.paymentRefundedCents),
+      refund: refundResultToProto(change.refund),
+      reason: change.reason,
+    }),
   );
 }

@@ -11,6 +11,8 @@ import { create } from "@bufbuild/protobuf";
 import { timestampDate } from "@bufbuild/protobuf/wkt";
 import type { ServiceImpl } from "@connectrpc/connect";
 import { listCommissionsPage } from "../domain/list-commissions.js";
+import { claimCommissions, listPayableBalances, releaseCommissions } from "../domain/payout-claims.js";
+import { type PaymentIdentification, refundPayment } from "../domain/refund-payment.js";
 import { getStats, getTimeseries } from "../domain/stats.js";
 import { type TrackDeps, trackEvent } from "../domain/track-event.js";
 import { updateCommission } from "../domain/update-commission.js";
@@ -23,6 +25,7 @@ import {
   fromProtoEnum,
   metricsToProto,
   periodFromProto,
+  refundResultToProto,
   trackedEventToProto,
 } from "./mappers.js";
 
@@ -134,6 +137,51 @@ export function createLedgerService(deps: LedgerServiceDeps): ServiceImpl<typeof
         }),
       );
       return { stats };
+    },
+
+    async refund(req) {
+      const id = req.identification;
+      let identification: PaymentIdentification;
+      if (id.case === "commissionId" && id.value) identification = { commissionId: id.value };
+      else if (id.case === "externalId" && id.value) identification = { externalId: id.value };
+      else if (id.case === "emailAndAmount" && id.value.email) {
+        identification = { email: id.value.email, paymentAmountCents: Number(id.value.paymentAmountCents) };
+      } else {
+        throw new DomainError("invalid_argument", "Validation failed", {}, [
+          "Provide one of commission_id, external_id, or email plus payment_amount_cents",
+        ]);
+      }
+      const { result, replayed } = await refundPayment(sql, {
+        productId: req.productId,
+        identification,
+        refundAmountCents: toNumber(req.refundAmountCents),
+        reason: req.reason,
+        idempotencyKey: req.idempotencyKey,
+        requestFingerprint: req.requestFingerprint,
+      });
+      return { result: refundResultToProto(result), replayed };
+    },
+
+    async listPayableBalances(req) {
+      const balances = await listPayableBalances(sql, req.productId);
+      return {
+        balances: balances.map((b) => ({
+          partnershipId: b.partnershipId,
+          amountCents: BigInt(b.amountCents),
+          commissionCount: BigInt(b.commissionCount),
+        })),
+      };
+    },
+
+    async claimCommissions(req) {
+      const claimed = await claimCommissions(sql, req);
+      return {
+        commissions: claimed.map((c) => ({ commissionId: c.commissionId, amountCents: BigInt(c.amountCents) })),
+      };
+    },
+
+    async releaseCommissions(req) {
+      return { releasedCount: BigInt(await releaseCommissions(sql, req.productId, req.payoutId)) };
     },
   };
 }

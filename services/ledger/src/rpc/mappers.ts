@@ -6,11 +6,14 @@ import {
   type Metrics as MetricsProto,
   MetricsSchema,
   Period as PeriodProto,
+  type RefundResult as RefundResultProto,
+  RefundResultSchema,
   type TrackedEvent as TrackedEventProto,
   TrackedEventSchema,
 } from "@affiliate/proto/ledger";
 import { create } from "@bufbuild/protobuf";
 import { timestampFromDate } from "@bufbuild/protobuf/wkt";
+import type { RefundResult } from "../domain/refund-payment.js";
 import type { Commission, CommissionStatus, EventType, Metrics, Period, TrackedEvent } from "../domain/types.js";
 
 export const commissionStatusToProto: Record<CommissionStatus, CommissionStatusProto> = {
@@ -83,5 +86,18 @@ export function metricsToProto(m: Metrics): MetricsProto {
     conversions: BigInt(m.conversions),
     revenueCents: BigInt(m.revenueCents),
     commissionsCents: BigInt(m.commissionsCents),
+  });
+}
+
+export function refundResultToProto(r: RefundResult): RefundResultProto {
+  return create(RefundResultSchema, {
+    commissionId: r.commissionId,
+    partnershipId: r.partnershipId,
+    paymentAmountCents: BigInt(r.paymentAmountCents),
+    refundAmountCents: BigInt(r.refundAmountCents),
+    previousCommissionCents: BigInt(r.previousCommissionCents),
+    newCommissionCents: BigInt(r.newCommissionCents),
+    status: commissionStatusToProto[r.status],
+    fullyRefunded: r.fullyRefunded,
   });
 }

@@ -1,0 +1,89 @@
+import { DomainError, type Sql, type TransactionSql } from "@affiliate/platform";
+
+/** How long an in-progress request owns its key before another may take it over. */
+const leaseSeconds = 60;
+/** Keys are retained this long (spec 4.9 rule 1); afterwards a key can be used again. */
+export const retentionDays = 30;
+
+export interface IdempotencyScope {
+  productId: string;
+  key: string;
+  /** Hash of the canonical request body: equal for "the same request". */
+  fingerprint: string;
+}
+
+/**
+ * Runs `apply` at most once per key (spec 4.9 rules 1-7, contract 7):
+ * 1. an in_progress row is committed first, so a concurrent repeat finds it and is refused
+ *    (ABORTED, "in progress") instead of applying twice;
+ * 2. `apply` and the stored outcome commit in one transaction, so a stored outcome always
+ *    means the effect happened, and an effect always has its stored outcome;
+ * 3. a repeat with the same fingerprint answers the stored outcome (replayed); another
+ *    fingerprint is ALREADY_EXISTS;
+ * 4. if `apply` fails, nothing was applied and the key is released: errors are not stored, so
+ *    a corrected retry with the same key can succeed (validation errors never reserve a key).
+ * A lease that ran out (the process died between 1 and 2) lets a repeat take the key over:
+ * step 2 rolled back, so nothing was applied.
+ */
+export async function onceForKey<T extends object>(
+  sql: Sql,
+  scope: IdempotencyScope,
+  apply: (tx: TransactionSql) => Promise<T>,
+): Promise<{ value: T; replayed: boolean }> {
+  const { productId, key, fingerprint } = scope;
+  const [reserved] = await sql`
+    insert into idempotency_keys (product_id, key, request_fingerprint, state, locked_until, expires_at)
+    values (${productId}, ${key}, ${fingerprint}, 'in_progress',
+            now() + make_interval(secs => ${leaseSeconds}), now() + make_interval(days => ${retentionDays}))
+    on conflict (product_id, key) do update set
+      request_fingerprint = excluded.request_fingerprint, state = 'in_progress', outcome = null,
+      locked_until = excluded.locked_until, created_at = now(), expires_at = excluded.expires_at
+    where idempotency_keys.expires_at <= now()
+       or (idempotency_keys.state = 'in_progress' and idempotency_keys.locked_until <= now())
+    returning key`;
+
+  if (!reserved) {
+    const [existing] = await sql<{ requestFingerprint: string; state: string; outcome: { result: T } | null }[]>`
+      select request_fingerprint, state, outcome from idempotency_keys where product_id = ${productId} and key = ${key}`;
+    if (!existing) {
+      // Released by a failed attempt between our insert and select: try once more.
+      return onceForKey(sql, scope, apply);
+    }
+    if (existing.requestFingerprint !== fingerprint) {
+      throw DomainError.withInfo(
+        "already_exists",
+        "This idempotency key was already used with a different request body",
+        { reason: "idempotency_key_reused" },
+      );
+    }
+    if (existing.state !== "completed" || !existing.outcome) {
+      throw DomainError.withInfo("aborted", "A request with this idempotency key is still in progress; retry later", {
+        reason: "idempotency_key_in_progress",
+      });
+    }
+    return { value: existing.outcome.result, replayed: true };
+  }
+
+  try {
+    const value = (await sql.begin(async (tx) => {
+      const result = await apply(tx);
+      await tx`
+        update idempotency_keys set state = 'completed', outcome = ${tx.json({ result } as never)}, locked_until = now()
+        where product_id = ${productId} and key = ${key}`;
+      return result;
+    })) as T;
+    return { value, replayed: false };
+  } catch (error) {
+    await sql`delete from idempotency_keys where product_id = ${productId} and key = ${key} and state = 'in_progress'`;
+    throw error;
+  }
+}
+
+/** Deletes keys past their retention; run periodically. Returns how many it deleted. */
+export async function purgeExpiredKeys(sql: Sql, batchSize = 5000): Promise<number> {
+  const rows = await sql`
+    delete from idempotency_keys where ctid in (
+      select ctid from idempotency_keys where expires_at <= now() limit ${batchSize})
+    returning key`;
+  return rows.length;
+}

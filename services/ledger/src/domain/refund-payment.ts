@@ -1,0 +1,222 @@
+import { createHash } from "node:crypto";
+import { DomainError, newId, type Sql, type TransactionSql } from "@affiliate/platform";
+import { enqueueRefundEvent } from "../events/outbox.js";
+import { getCommissionsOfEvent } from "../store/commissions.js";
+import {
+  insertRefund,
+  lockCommissionsOfPayment,
+  lockPayment,
+  paymentByExternalId,
+  paymentOfCommission,
+  paymentsByEmailAndAmount,
+  setCommissionAmount,
+  setPaymentRefunded,
+} from "../store/refunds.js";
+import { recordCommissionChange } from "./commission-changes.js";
+import { onceForKey } from "./idempotency.js";
+import { amountAfterRefunds } from "./money.js";
+import { normalizeEmail } from "./rules.js";
+import type { Commission, CommissionStatus } from "./types.js";
+
+export type PaymentIdentification =
+  | { commissionId: string }
+  | { externalId: string }
+  | { email: string; paymentAmountCents: number };
+
+export interface RefundInput {
+  productId: string;
+  identification: PaymentIdentification;
+  /** The incremental refund; undefined refunds what remains of the payment. */
+  refundAmountCents?: number | undefined;
+  reason?: string | undefined;
+  idempotencyKey?: string | undefined;
+  /** Hash of the public request body without the key; derived from the input when empty. */
+  requestFingerprint?: string | undefined;
+}
+
+/** The spec 4.9 response, for the payment's level-1 commission. */
+export interface RefundResult {
+  commissionId: string;
+  partnershipId: string;
+  paymentAmountCents: number;
+  refundAmountCents: number;
+  previousCommissionCents: number;
+  newCommissionCents: number;
+  status: CommissionStatus;
+  fullyRefunded: boolean;
+}
+
+/**
+ * Records a refund of a live payment (spec 4.9, 3.1; contract 7). The payment row is locked, so
+ * concurrent refunds of one payment apply one after another, each against the refunded total
+ * the previous one left: the total never exceeds the payment and no commission goes below 0.
+ * Both levels are recomputed from the cumulative total; the refund, the new amounts, the
+ * rollups and one commission.refunded event per changed commission commit together.
+ */
+export async function refundPayment(
+  sql: Sql,
+  input: RefundInput,
+): Promise<{ result: RefundResult; replayed: boolean }> {
+  assertValidRefund(input);
+  if (input.idempotencyKey === undefined) {
+    return { result: await sql.begin((tx) => applyRefund(tx, input)), replayed: false };
+  }
+  const { value, replayed } = await onceForKey(
+    sql,
+    {
+      productId: input.productId,
+      key: input.idempotencyKey,
+      fingerprint: input.requestFingerprint || fingerprintOf(input),
+    },
+    (tx) => applyRefund(tx, input),
+  );
+  return { result: value, replayed };
+}
+
+function assertValidRefund(input: RefundInput): void {
+  const errors: Record<string, string[]> = {};
+  if (input.reason !== undefined && input.reason.length > 500) errors.reason = ["At most 500 characters"];
+  if (input.idempotencyKey !== undefined && (input.idempotencyKey.length < 1 || input.idempotencyKey.length > 128)) {
+    errors.idempotency_key = ["Must be 1-128 characters"];
+  }
+  if (input.refundAmountCents !== undefined && !Number.isSafeInteger(input.refundAmountCents)) {
+    errors.refund_amount_cents = ["Must be an integer number of cents"];
+  }
+  const id = input.identification;
+  if ("email" in id && !Number.isSafeInteger(id.paymentAmountCents)) {
+    errors.payment_amount_cents = ["Must be an integer number of cents"];
+  }
+  if (Object.keys(errors).length > 0) throw new DomainError("invalid_argument", "Validation failed", errors);
+}
+
+/** A stable hash of what the request asks for, for callers that send no fingerprint. */
+function fingerprintOf(input: RefundInput): string {
+  const canonical = JSON.stringify([input.identification, input.refundAmountCents ?? null, input.reason ?? null]);
+  return createHash("sha256").update(canonical).digest("hex");
+}
+
+async function findPayment(tx: TransactionSql, productId: string, id: PaymentIdentification): Promise<string> {
+  const notFound = () => new DomainError("not_found", "No payment matches the identifier for this product");
+  if ("commissionId" in id)
+    return (await paymentOfCommission(tx, productId, id.commissionId)) ?? Promise.reject(notFound());
+  if ("externalId" in id)
+    return (await paymentByExternalId(tx, productId, id.externalId)) ?? Promise.reject(notFound());
+  const matches = await paymentsByEmailAndAmount(tx, productId, normalizeEmail(id.email), id.paymentAmountCents, 2);
+  if (matches.length === 0) throw notFound();
+  if (matches.length > 1) {
+    throw DomainError.withInfo("already_exists", "ambiguous_payment", {
+      reason: "ambiguous_payment",
+      details: {
+        message: "The email and amount match several payments; identify the payment by external_id or commission_id",
+      },
+    });
+  }
+  return matches[0] as string;
+}
+
+async function applyRefund(tx: TransactionSql, input: RefundInput): Promise<RefundResult> {
+  const eventId = await findPayment(tx, input.productId, input.identification);
+  const payment = await lockPayment(tx, eventId);
+  await lockCommissionsOfPayment(tx, eventId);
+  const commissions = await getCommissionsOfEvent(tx, eventId);
+  const levelOne = commissions.find((c) => c.level === 1);
+  if (!levelOne) throw new DomainError("not_found", "No commission matches this payment");
+
+  const remaining = payment.amountCents - payment.refundedCents;
+  if (remaining === 0) {
+    throw DomainError.withInfo("already_exists", `Commission ${levelOne.id} is already fully refunded`, {
+      reason: "already_refunded",
+      details: { commission_id: levelOne.id },
+    });
+  }
+  const refund = input.refundAmountCents ?? remaining;
+  if (refund <= 0 || refund > payment.amountCents) {
+    throw DomainError.withInfo(
+      "out_of_range",
+      "refund_amount_cents must be greater than 0 and at most the payment amount",
+      {
+        reason: "refund_out_of_range",
+        details: { payment_amount_cents: payment.amountCents },
+      },
+    );
+  }
+  if (refund > remaining) {
+    throw DomainError.withInfo(
+      "out_of_range",
+      `refund_amount_cents exceeds what remains of the payment after earlier refunds (${remaining} cents)`,
+      {
+        reason: "refund_out_of_range",
+        details: { payment_amount_cents: payment.amountCents, refundable_cents: remaining },
+      },
+    );
+  }
+
+  const refundedAfter = payment.refundedCents + refund;
+  const fullyRefunded = refundedAfter === payment.amountCents;
+  await setPaymentRefunded(tx, eventId, refundedAfter);
+  await insertRefund(tx, {
+    id: newId("rfd"),
+    productId: input.productId,
+    eventId,
+    commissionId: levelOne.id,
+    amountCents: refund,
+    reason: input.reason ?? null,
+    idempotencyKey: input.idempotencyKey ?? null,
+  });
+
+  const after = new Map<string, { status: CommissionStatus; amountCents: number }>();
+  for (const commission of commissions)
+    after.set(
+      commission.id,
+      await refundCommission(tx, commission, payment.amountCents, refundedAfter, fullyRefunded, input.reason),
+    );
+
+  const levelOneAfter = after.get(levelOne.id) ?? levelOne;
+  const result: RefundResult = {
+    commissionId: levelOne.id,
+    partnershipId: levelOne.partnershipId,
+    paymentAmountCents: payment.amountCents,
+    refundAmountCents: refund,
+    previousCommissionCents: levelOne.amountCents,
+    newCommissionCents: levelOneAfter.amountCents,
+    status: levelOneAfter.status,
+    fullyRefunded,
+  };
+  for (const commission of commissions) {
+    const changed = after.get(commission.id);
+    if (!changed || (changed.amountCents === commission.amountCents && changed.status === commission.status)) continue;
+    await enqueueRefundEvent(tx, {
+      before: commission,
+      after: { ...commission, ...changed, reason: input.reason ?? commission.reason },
+      paymentRefundedCents: refundedAfter,
+      refund: result,
+      reason: input.reason ?? "",
+    });
+  }
+  return result;
+}
+
+/**
+ * One commission's new amount and status. A rejected (already voided) commission stays as it
+ * is; any other is scaled in the proportion of the payment left, and becomes refunded when
+ * nothing is left (a level-2 child always in the same proportion as its parent).
+ */
+async function refundCommission(
+  tx: TransactionSql,
+  commission: Commission,
+  paymentCents: number,
+  refundedCents: number,
+  fullyRefunded: boolean,
+  reason: string | undefined,
+): Promise<{ status: CommissionStatus; amountCents: number }> {
+  if (commission.status === "rejected" || commission.status === "refunded") {
+    return { status: commission.status, amountCents: commission.amountCents };
+  }
+  const next = {
+    amountCents: amountAfterRefunds(commission.originalAmountCents, paymentCents, refundedCents),
+    status: fullyRefunded ? ("refunded" as const) : commission.status,
+  };
+  await setCommissionAmount(tx, commission, { ...next, reason: reason ?? null });
+  await recordCommissionChange(tx, commission, commission, next);
+  return next;
+}
