@@ -38,3 +38,32 @@ export class PageTokens {
     return createHmac("sha256", this.secret).update(`${scope}\n${payload}`).digest("base64url").slice(0, 32);
   }
 }
+
+export interface PageRequest {
+  /** 1-100; anything else is INVALID_ARGUMENT on the public field `limit`. */
+  pageSize: number;
+  /** Empty for the first page. */
+  pageToken: string;
+}
+
+/**
+ * One page of a newest-first list keyed by time-ordered ids: validates the page size, decodes
+ * the token against `scope` (the product and the list's filters), fetches one row more than the
+ * page to learn whether another page exists, and signs the next token.
+ */
+export async function keysetPage<T extends { id: string }>(
+  pageTokens: PageTokens,
+  scope: string,
+  request: PageRequest,
+  fetch: (afterId: string | undefined, limit: number) => Promise<T[]>,
+): Promise<{ items: T[]; nextPageToken: string }> {
+  const { pageSize } = request;
+  if (!Number.isInteger(pageSize) || pageSize < 1 || pageSize > 100) {
+    throw DomainError.invalidField("limit", "Must be an integer from 1 to 100");
+  }
+  const afterId = request.pageToken ? pageTokens.decode(scope, request.pageToken) : undefined;
+  const rows = await fetch(afterId, pageSize + 1);
+  const items = rows.slice(0, pageSize);
+  const last = items.at(-1);
+  return { items, nextPageToken: rows.length > pageSize && last ? pageTokens.encode(scope, last.id) : "" };
+}

@@ -35,8 +35,10 @@ export interface Mesh {
   exited: Promise<{ service: string; code: number | null; signal: NodeJS.Signals | null }>;
   /** SIGTERM to every service, gateway first; SIGKILL after 15 s. */
   stop(): Promise<void>;
-  /** Stops and restarts one service with the same environment (for fault tests). */
-  restart(name: string): Promise<void>;
+  /** Stops one service (SIGTERM) and keeps it down, as a crashed or drained replica (fault tests). */
+  stopService(name: string): Promise<void>;
+  /** Starts a stopped service again with the same environment and waits until it is ready. */
+  startService(name: string): Promise<void>;
 }
 
 export class MeshError extends Error {}
@@ -165,6 +167,11 @@ export async function startMesh(options: MeshOptions): Promise<Mesh> {
     await gone;
     clearTimeout(timer);
   };
+  const serviceNamed = (name: string) => {
+    const service = services.find((s) => s.name === name);
+    if (!service) throw new MeshError(`no service named ${name}`);
+    return service;
+  };
   const stop = async () => {
     for (const service of [...services].reverse()) await stopOne(service.name);
   };
@@ -189,10 +196,12 @@ export async function startMesh(options: MeshOptions): Promise<Mesh> {
     recentOutput: () => [...lines],
     exited,
     stop,
-    async restart(name) {
-      const service = services.find((s) => s.name === name);
-      if (!service) throw new MeshError(`no service named ${name}`);
+    async stopService(name) {
+      serviceNamed(name);
       await stopOne(name);
+    },
+    async startService(name) {
+      const service = serviceNamed(name);
       stopping.delete(name);
       await launch(service);
     },

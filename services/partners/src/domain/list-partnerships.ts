@@ -1,4 +1,4 @@
-import { DomainError, type PageTokens, type Queryable } from "@affiliate/platform";
+import { keysetPage, type PageTokens, type Queryable } from "@affiliate/platform";
 import { listPartnerships } from "../store/partnerships.js";
 import type { Partnership, PartnershipStatus } from "./types.js";
 
@@ -18,17 +18,9 @@ export async function listPartnershipsPage(
   pageTokens: PageTokens,
   query: { productId: string; status: PartnershipStatus | undefined; pageSize: number; pageToken: string },
 ): Promise<PartnershipPage> {
-  const { productId, status, pageSize } = query;
-  if (!Number.isInteger(pageSize) || pageSize < 1 || pageSize > 100) {
-    throw DomainError.invalidField("limit", "Must be an integer from 1 to 100");
-  }
-  const scope = `partnerships:${productId}:${status ?? "any"}`;
-  const afterId = query.pageToken ? pageTokens.decode(scope, query.pageToken) : undefined;
-  const rows = await listPartnerships(sql, { productId, status, afterId, limit: pageSize + 1 });
-  const partnerships = rows.slice(0, pageSize);
-  const last = partnerships.at(-1);
-  return {
-    partnerships,
-    nextPageToken: rows.length > pageSize && last ? pageTokens.encode(scope, last.id) : "",
-  };
+  const { productId, status } = query;
+  const page = await keysetPage(pageTokens, `partnerships:${productId}:${status ?? "any"}`, query, (afterId, limit) =>
+    listPartnerships(sql, { productId, status, afterId, limit }),
+  );
+  return { partnerships: page.items, nextPageToken: page.nextPageToken };
 }
