@@ -8,9 +8,10 @@ export const gatewayConfigShape = {
   PORT: port(8080),
   HOST: z.string().min(1).default("127.0.0.1"),
   PARTNERS_URL: z.url().default("http://127.0.0.1:7101"),
+  LEDGER_URL: z.url().default("http://127.0.0.1:7102"),
   /** Requests per minute per API key (or per IP when no key is sent) on /api/v1. */
   RATE_LIMIT_PER_MINUTE: perMinute(6000),
-  /** Requests per minute per key on the tracking endpoints, once they exist. */
+  /** Requests per minute per key (or per IP when no key is sent) on the tracking endpoint, POST /events. */
   TRACKING_RATE_LIMIT_PER_MINUTE: perMinute(60_000),
   /** How long a resolved key is trusted without asking partners again. */
   KEY_CACHE_TTL_MS: z.coerce.number().int().min(0).default(60_000),

@@ -2,17 +2,20 @@ import { fieldErrorsOf } from "@affiliate/platform";
 import { Code, ConnectError } from "@connectrpc/connect";
 import type { FastifyError, FastifyReply, FastifyRequest } from "fastify";
 import { z } from "zod";
-import type { ErrorBody, ValidationErrorBody } from "./schemas/common.js";
+import type { ErrorBody, NestedErrorBody, ValidationErrorBody } from "./schemas/common.js";
+
+/** Every error body the gateway sends; the nested one only for an invalid stats period. */
+export type HttpErrorBody = ErrorBody | ValidationErrorBody | NestedErrorBody;
 
 /** An answer decided by the gateway itself: the status, the body and any extra headers. */
 export class HttpError extends Error {
   override readonly name = "HttpError";
   constructor(
     readonly statusCode: number,
-    readonly body: ErrorBody | ValidationErrorBody,
+    readonly body: HttpErrorBody,
     readonly headers: Record<string, string> = {},
   ) {
-    super(body.error);
+    super("data" in body ? body.data.error : body.error);
   }
 
   static validation(details: ValidationErrorBody["details"]): HttpError {

@@ -1,17 +1,20 @@
 import { connectNats, createLogger, createRpcTransport, onShutdown } from "@affiliate/platform";
+import { LedgerService } from "@affiliate/proto/ledger";
 import { PartnersService } from "@affiliate/proto/partners";
 import { createClient } from "@connectrpc/connect";
 import { authenticateWith, KeyCache } from "./auth/key-cache.js";
 import { startKeyEvictions } from "./auth/key-evictions.js";
 import { loadGatewayConfig } from "./config.js";
-import { partnersReadiness } from "./routes/ops.js";
+import { gatewayReadiness } from "./routes/ops.js";
 import { buildServer } from "./server.js";
 
 const config = loadGatewayConfig();
 const logger = createLogger("gateway", config.LOG_LEVEL);
 
-const transport = createRpcTransport(config.PARTNERS_URL);
-const partners = createClient(PartnersService, transport);
+const partnersTransport = createRpcTransport(config.PARTNERS_URL);
+const ledgerTransport = createRpcTransport(config.LEDGER_URL);
+const partners = createClient(PartnersService, partnersTransport);
+const ledger = createClient(LedgerService, ledgerTransport);
 const keyCache = new KeyCache({ resolve: authenticateWith(partners), ttlMs: config.KEY_CACHE_TTL_MS });
 const evictions = startKeyEvictions({
   connect: () => connectNats(config.NATS_URL, "gateway"),
@@ -20,7 +23,8 @@ const evictions = startKeyEvictions({
   logger,
 });
 
-const app = buildServer({ partners, ready: partnersReadiness(transport), logger, config, keyCache });
+const ready = gatewayReadiness({ partners: partnersTransport, ledger: ledgerTransport });
+const app = buildServer({ partners, ledger, ready, logger, config, keyCache });
 await app.listen({ port: config.PORT, host: config.HOST });
 
 onShutdown(logger, [

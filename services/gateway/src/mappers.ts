@@ -1,4 +1,14 @@
 import {
+  type Commission,
+  CommissionStatus,
+  EventType,
+  type GetStatsResponse,
+  type GetTimeseriesResponse,
+  type Metrics,
+  Period,
+  type TrackedEvent,
+} from "@affiliate/proto/ledger";
+import {
   type BulkRegistrationResult,
   type Partnership,
   PartnershipStatus,
@@ -6,7 +16,7 @@ import {
   type RegisterAffiliateResponse,
   RegistrationOutcome,
 } from "@affiliate/proto/partners";
-import { timestampDate } from "@bufbuild/protobuf/wkt";
+import { timestampDate, timestampFromDate } from "@bufbuild/protobuf/wkt";
 import type {
   BulkAction,
   BulkResult,
@@ -14,9 +24,12 @@ import type {
   PublicPartnershipDetail,
   RegisterAffiliateResponseBody,
 } from "./schemas/affiliates.js";
+import type { PublicCommission, PublicCommissionStatus } from "./schemas/commissions.js";
 import type { PublicPartnershipStatus } from "./schemas/common.js";
 import type { PublicProgram } from "./schemas/program.js";
-import { type CommissionBreakdown, type PartnershipStats, zeroStats } from "./stats-source.js";
+import type { PublicPeriod, PublicStats, PublicTimeseriesPoint } from "./schemas/stats.js";
+import type { PublicEventType, PublicTrackedEvent, TrackEventBody } from "./schemas/tracking.js";
+import type { PartnershipFigures, PartnershipStats } from "./stats-source.js";
 
 const statusNames: Record<PartnershipStatus, PublicPartnershipStatus | undefined> = {
   [PartnershipStatus.UNSPECIFIED]: undefined,
@@ -40,7 +53,7 @@ const actionNames: Record<RegistrationOutcome, BulkAction | undefined> = {
   [RegistrationOutcome.REACTIVATED]: "reactivated",
 };
 
-/** A value partners should never send: a bug on one side of the contract, answered as 500. */
+/** A value a service should never send: a bug on one side of the contract, answered as 500. */
 export class ContractViolation extends Error {
   override readonly name = "ContractViolation";
 }
@@ -61,8 +74,8 @@ export function actionName(outcome: RegistrationOutcome): BulkAction {
   return name;
 }
 
-function required<T>(value: T | undefined, what: string): T {
-  if (value === undefined) throw new ContractViolation(`${what} missing from the partners response`);
+function required<T>(value: T | undefined, what: string, service = "partners"): T {
+  if (value === undefined) throw new ContractViolation(`${what} missing from the ${service} response`);
   return value;
 }
 
@@ -71,7 +84,7 @@ export function partnershipOf(response: { partnership?: Partnership }): Partners
   return required(response.partnership, "partnership");
 }
 
-export function toPublicPartnership(partnership: Partnership, stats: PartnershipStats = zeroStats): PublicPartnership {
+export function toPublicPartnership(partnership: Partnership, stats: PartnershipStats): PublicPartnership {
   const affiliate = required(partnership.affiliate, "partnership.affiliate");
   return {
     id: partnership.id,
@@ -85,8 +98,7 @@ export function toPublicPartnership(partnership: Partnership, stats: Partnership
 
 export function toPublicPartnershipDetail(
   partnership: Partnership,
-  stats: PartnershipStats,
-  breakdown: CommissionBreakdown,
+  { stats, breakdown }: PartnershipFigures,
 ): PublicPartnershipDetail {
   return {
     ...toPublicPartnership(partnership, stats),
@@ -143,4 +155,149 @@ export function toPublicProgram(program: Program): PublicProgram {
     auto_approve: program.autoApprove,
     currency: program.currency,
   };
+}
+
+const commissionStatusNames: Record<CommissionStatus, PublicCommissionStatus | undefined> = {
+  [CommissionStatus.UNSPECIFIED]: undefined,
+  [CommissionStatus.PENDING]: "pending",
+  [CommissionStatus.APPROVED]: "approved",
+  [CommissionStatus.PAID]: "paid",
+  [CommissionStatus.REJECTED]: "rejected",
+  [CommissionStatus.REFUNDED]: "refunded",
+};
+
+const commissionStatusValues: Record<PublicCommissionStatus, CommissionStatus> = {
+  pending: CommissionStatus.PENDING,
+  approved: CommissionStatus.APPROVED,
+  paid: CommissionStatus.PAID,
+  rejected: CommissionStatus.REJECTED,
+  refunded: CommissionStatus.REFUNDED,
+};
+
+const eventTypeNames: Record<EventType, PublicEventType | undefined> = {
+  [EventType.UNSPECIFIED]: undefined,
+  [EventType.CLICK]: "click",
+  [EventType.SIGNUP]: "signup",
+  [EventType.PAYMENT]: "payment",
+};
+
+const eventTypeValues: Record<PublicEventType, EventType> = {
+  click: EventType.CLICK,
+  signup: EventType.SIGNUP,
+  payment: EventType.PAYMENT,
+};
+
+const periodValues: Record<PublicPeriod, Period> = {
+  "7d": Period.PERIOD_7D,
+  "30d": Period.PERIOD_30D,
+  "90d": Period.PERIOD_90D,
+  "12m": Period.PERIOD_12M,
+};
+
+export function commissionStatusName(status: CommissionStatus): PublicCommissionStatus {
+  const name = commissionStatusNames[status];
+  if (!name) throw new ContractViolation(`commission status ${status} has no public name`);
+  return name;
+}
+
+export function commissionStatusValue(name: PublicCommissionStatus): CommissionStatus {
+  return commissionStatusValues[name];
+}
+
+export function periodValue(name: PublicPeriod): Period {
+  return periodValues[name];
+}
+
+/** A timestamp the ledger always sets, as ISO 8601 UTC with milliseconds. */
+function ledgerTime(value: Parameters<typeof timestampDate>[0] | undefined, what: string): string {
+  return timestampDate(required(value, what, "ledger")).toISOString();
+}
+
+/**
+ * A commission in spec section 2.2's shape: the ledger's record with its affiliate, which the
+ * ledger does not hold and partners supplies (the partnership's profile).
+ */
+export function toPublicCommission(commission: Commission, partnership: Partnership | undefined): PublicCommission {
+  const found = required(partnership, `partnership ${commission.partnershipId} of commission ${commission.id}`);
+  const affiliate = required(found.affiliate, "partnership.affiliate");
+  return {
+    id: commission.id,
+    amount_cents: Number(commission.amountCents),
+    status: commissionStatusName(commission.status),
+    level: commission.level,
+    parent_commission_id: commission.parentCommissionId || null,
+    hold_until: ledgerTime(commission.holdUntil, "commission.hold_until"),
+    created_at: ledgerTime(commission.createdAt, "commission.created_at"),
+    affiliate: { id: affiliate.id, email: affiliate.email, name: affiliate.name },
+    referral_code: commission.referralCode,
+    customer_email: commission.customerEmail ?? null,
+    payment_amount_cents: Number(commission.paymentAmountCents),
+    payout_id: commission.payoutId || null,
+  };
+}
+
+/** The commission of a ledger response that always carries one. */
+export function commissionOf(response: { commission?: Commission }): Commission {
+  return required(response.commission, "commission", "ledger");
+}
+
+/** The ledger's TrackRequest fields of a validated POST /events body (bigint money, Date times). */
+export function toTrackRequest(body: TrackEventBody) {
+  return {
+    type: eventTypeValues[body.type],
+    referralCode: body.referral_code,
+    visitorId: body.visitor_id,
+    customerEmail: body.customer_email,
+    providerCustomerId: body.provider_customer_id,
+    amountCents: body.amount_cents === undefined ? undefined : BigInt(body.amount_cents),
+    externalId: body.external_id,
+    occurredAt: body.occurred_at === undefined ? undefined : timestampFromDate(body.occurred_at),
+    ip: body.ip,
+    userAgent: body.user_agent,
+  };
+}
+
+export function toPublicTrackedEvent(event: TrackedEvent | undefined): PublicTrackedEvent {
+  const tracked = required(event, "event", "ledger");
+  const type = eventTypeNames[tracked.type];
+  if (!type) throw new ContractViolation(`event type ${tracked.type} has no public name`);
+  return {
+    id: tracked.id,
+    type,
+    partnership_id: tracked.partnershipId || null,
+    visitor_id: tracked.visitorId || null,
+    occurred_at: ledgerTime(tracked.occurredAt, "event.occurred_at"),
+    test_mode: tracked.testMode,
+    commissions: tracked.commissions.map((commission) => ({
+      id: commission.id || null,
+      level: commission.level,
+      amount_cents: Number(commission.amountCents),
+      status: commissionStatusName(commission.status),
+    })),
+  };
+}
+
+function toPublicMetrics(metrics: Metrics | undefined) {
+  const { clicks, signups, conversions, revenueCents, commissionsCents } = required(metrics, "metrics", "ledger");
+  return {
+    clicks: Number(clicks),
+    signups: Number(signups),
+    conversions: Number(conversions),
+    revenue_cents: Number(revenueCents),
+    commissions_cents: Number(commissionsCents),
+  };
+}
+
+export function toPublicStats(period: PublicPeriod, stats: GetStatsResponse, activeAffiliates: number): PublicStats {
+  return {
+    period,
+    ...toPublicMetrics(stats.current),
+    conversion_rate: stats.conversionRate,
+    active_affiliates: activeAffiliates,
+    previous_period: toPublicMetrics(stats.previous),
+  };
+}
+
+export function toPublicTimeseries(response: GetTimeseriesResponse): PublicTimeseriesPoint[] {
+  return response.points.map((point) => ({ date: point.date, ...toPublicMetrics(point.metrics) }));
 }

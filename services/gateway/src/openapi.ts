@@ -1,17 +1,22 @@
 import { createDocument, type oas31 } from "zod-openapi";
 import { opsPaths } from "./routes/ops.js";
+import { trackingPaths } from "./routes/tracking.js";
 import { affiliatesPaths } from "./routes/v1/affiliates.js";
+import { commissionsPaths } from "./routes/v1/commissions.js";
 import { programPaths } from "./routes/v1/program.js";
+import { statsPaths } from "./routes/v1/stats.js";
 import { affiliateRegistrationSchema } from "./schemas/affiliates.js";
 
 const description = `The public REST API of the affiliate platform.
 
 Every /api/v1 request carries the product's secret key in \`x-api-key\` (test-mode keys, \`sk_test_\`, are
-refused with 403). Reads wrap their payload in \`data\`; registration answers are not wrapped. Errors are
-\`{ error, details? }\`; validation failures are \`{ error: "Validation failed", details: { formErrors,
-fieldErrors } }\`. Lists are newest first and cursor-paginated; iterate until \`has_more\` is false.
-Requests are rate-limited per key (429 with Retry-After); an unreachable service behind the gateway
-answers 503 with Retry-After. Every response carries \`x-request-id\`.`;
+refused with 403). The tracking endpoint, \`POST /events\`, takes the live key or the test key; a test key
+selects sandbox mode there. Reads wrap their payload in \`data\`; registration answers are not wrapped.
+Errors are \`{ error, details? }\`; validation failures are \`{ error: "Validation failed", details: {
+formErrors, fieldErrors } }\`. The one exception: an invalid stats \`period\` answers 400 \`{ data: { error }
+}\`. Lists are newest first and cursor-paginated; iterate until \`has_more\` is false. Requests are
+rate-limited per key (429 with Retry-After); an unreachable service behind the gateway answers 503 with
+Retry-After. Every response carries \`x-request-id\`.`;
 
 let document: oas31.OpenAPIObject | undefined;
 
@@ -25,7 +30,10 @@ export function openApiDocument(): oas31.OpenAPIObject {
     info: { title: "Affiliate Program API", version: "1.0.0", description },
     security: [{ apiKey: [] }],
     tags: [
+      { name: "Tracking", description: "Clicks, signups and payments; live or sandbox" },
       { name: "Affiliates", description: "Affiliates and their partnerships in the program" },
+      { name: "Commissions", description: "What affiliates earned, per payment and level" },
+      { name: "Stats", description: "The program's KPIs and daily series" },
       { name: "Program", description: "The program's settings" },
       { name: "Operations", description: "Probes and documentation; no key needed" },
     ],
@@ -35,13 +43,14 @@ export function openApiDocument(): oas31.OpenAPIObject {
           type: "apiKey",
           in: "header",
           name: "x-api-key",
-          description: "The product's secret key (sk_…).",
+          description:
+            "The product's secret key (sk_live_…); POST /events also takes the test key (sk_test_…) for sandbox mode.",
         },
       },
       // Bulk entries are validated one by one, so the bulk body references this schema by name.
       schemas: { AffiliateRegistration: affiliateRegistrationSchema },
     },
-    paths: { ...affiliatesPaths, ...programPaths, ...opsPaths },
+    paths: { ...trackingPaths, ...affiliatesPaths, ...commissionsPaths, ...statsPaths, ...programPaths, ...opsPaths },
   });
   return document;
 }

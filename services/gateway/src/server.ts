@@ -1,28 +1,35 @@
 import { randomUUID } from "node:crypto";
 import type { IncomingMessage } from "node:http";
 import type { Logger } from "@affiliate/platform";
+import type { LedgerService } from "@affiliate/proto/ledger";
 import type { PartnersService } from "@affiliate/proto/partners";
 import type { Client } from "@connectrpc/connect";
 import rateLimit from "@fastify/rate-limit";
 import { trace } from "@opentelemetry/api";
 import fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyRequest, LogController } from "fastify";
-import { authenticate } from "./auth/authenticate.js";
+import { authenticate, type KeyPolicy } from "./auth/authenticate.js";
 import { hashKey, type KeyCache } from "./auth/key-cache.js";
 import type { GatewayConfig } from "./config.js";
 import { errorHandler, RateLimitedError } from "./errors.js";
 import { openApiDocument } from "./openapi.js";
+import { partnersDirectory } from "./partners-directory.js";
 import { opsRoutes, type ReadinessCheck } from "./routes/ops.js";
+import { trackingRoutes } from "./routes/tracking.js";
 import { affiliatesRoutes } from "./routes/v1/affiliates.js";
+import { commissionsRoutes } from "./routes/v1/commissions.js";
 import { programRoutes } from "./routes/v1/program.js";
-import { noLedgerYet, type PartnershipStatsSource } from "./stats-source.js";
+import { statsRoutes } from "./routes/v1/stats.js";
+import { ledgerStats, type PartnershipStatsSource } from "./stats-source.js";
 
 export interface GatewayDeps {
   partners: Client<typeof PartnersService>;
-  /** Whether the services the gateway calls are ready (GET /readyz). */
+  ledger: Client<typeof LedgerService>;
+  /** Which services the gateway calls are not ready (GET /readyz). */
   ready: ReadinessCheck;
   logger: Logger;
-  config: Pick<GatewayConfig, "RATE_LIMIT_PER_MINUTE">;
+  config: Pick<GatewayConfig, "RATE_LIMIT_PER_MINUTE" | "TRACKING_RATE_LIMIT_PER_MINUTE">;
   keyCache: KeyCache;
+  /** Where partnership figures come from: the ledger's, unless a test gives another. */
   stats?: PartnershipStatsSource;
 }
 
@@ -40,6 +47,24 @@ function requestIdOf(request: IncomingMessage): string {
 function rateLimitKey(request: FastifyRequest): string {
   const apiKey = request.headers["x-api-key"];
   return typeof apiKey === "string" && apiKey !== "" ? `key:${hashKey(apiKey)}` : `ip:${request.ip}`;
+}
+
+/**
+ * Rate limit and key check for every route registered in `scope` afterwards: the limiter runs
+ * first (onRequest), the key is checked in preParsing, before a body is read for an unknown
+ * caller. Each scope has its own budget per key.
+ */
+async function guard(scope: FastifyInstance, keyCache: KeyCache, policy: KeyPolicy, perMinute: number) {
+  await scope.register(rateLimit, {
+    max: perMinute,
+    timeWindow: 60_000,
+    keyGenerator: rateLimitKey,
+    errorResponseBuilder: (_request, context) => new RateLimitedError(Math.max(1, Math.ceil(context.ttl / 1000))),
+  });
+  const auth = authenticate(keyCache, policy);
+  scope.addHook("preParsing", async (request) => {
+    await auth(request);
+  });
 }
 
 /**
@@ -79,21 +104,24 @@ export function buildServer(deps: GatewayDeps): FastifyInstance {
 
   app.register(opsRoutes, { ready: deps.ready, document: openApiDocument() });
 
+  const { partners, ledger } = deps;
+  const directory = partnersDirectory(partners);
+  const stats = deps.stats ?? ledgerStats(ledger);
+
+  // Tracking: live and test keys, its own per-key budget.
+  app.register(async (tracking) => {
+    await guard(tracking, deps.keyCache, "tracking", deps.config.TRACKING_RATE_LIMIT_PER_MINUTE);
+    await tracking.register(trackingRoutes, { ledger });
+  });
+
+  // The management API: live keys only.
   app.register(
     async (v1) => {
-      await v1.register(rateLimit, {
-        max: deps.config.RATE_LIMIT_PER_MINUTE,
-        timeWindow: 60_000,
-        keyGenerator: rateLimitKey,
-        errorResponseBuilder: (_request, context) => new RateLimitedError(Math.max(1, Math.ceil(context.ttl / 1000))),
-      });
-      // preParsing: after the rate limiter (onRequest), before a body is read for an unknown caller.
-      const auth = authenticate(deps.keyCache);
-      v1.addHook("preParsing", async (request) => {
-        await auth(request);
-      });
-      await v1.register(affiliatesRoutes, { partners: deps.partners, stats: deps.stats ?? noLedgerYet });
-      await v1.register(programRoutes, { partners: deps.partners });
+      await guard(v1, deps.keyCache, "management", deps.config.RATE_LIMIT_PER_MINUTE);
+      await v1.register(affiliatesRoutes, { partners, stats });
+      await v1.register(commissionsRoutes, { ledger, directory });
+      await v1.register(programRoutes, { partners });
+      await v1.register(statsRoutes, { ledger, directory });
     },
     { prefix: "/api/v1" },
   );

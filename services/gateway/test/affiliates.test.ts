@@ -1,5 +1,6 @@
+import { LedgerService } from "@affiliate/proto/ledger";
 import { PartnershipStatus } from "@affiliate/proto/partners";
-import { Code, ConnectError } from "@connectrpc/connect";
+import { Code, ConnectError, createRouterTransport } from "@connectrpc/connect";
 import { describe, expect, it } from "vitest";
 import {
   bulkRegisterResponseSchema,
@@ -233,7 +234,10 @@ function recordingStats(): PartnershipStatsSource & { calls: string[][]; breakdo
     },
     async breakdownFor(_productId, id) {
       breakdowns.push(id);
-      return { pending_count: 1, approved_count: 2, pending_amount_cents: 300, approved_amount_cents: 400 };
+      return {
+        stats: { clicks: 7, conversions: 3, earned_cents: 900 },
+        breakdown: { pending_count: 1, approved_count: 2, pending_amount_cents: 300, approved_amount_cents: 400 },
+      };
     },
   };
 }
@@ -307,6 +311,36 @@ describe("GET /api/v1/affiliates", () => {
     });
   });
 
+  it("shows the ledger's figures per partnership, from one BatchGetPartnershipStats call per page", async () => {
+    const { call, fake, ledger, product } = createGateway();
+    const [quiet, busy, busier] = ["a", "b", "c"].map((name) => fake.seed(product.productId, `${name}@example.com`));
+    ledger.setFigures(busy?.id ?? "", 20);
+    ledger.setFigures(busier?.id ?? "", 30);
+
+    const response = await call("GET", "/api/v1/affiliates");
+    expect(response.statusCode).toBe(200);
+    const body = expectBody(partnershipListResponseSchema, response.json());
+    expect(body.data.map((p) => [p.id, p.stats])).toEqual([
+      [busier?.id, { clicks: 30, conversions: 31, earned_cents: 3002 }],
+      [busy?.id, { clicks: 20, conversions: 21, earned_cents: 2002 }],
+      [quiet?.id, { clicks: 0, conversions: 0, earned_cents: 0 }],
+    ]);
+    expect(ledger.requestsOf("batchGetPartnershipStats")).toMatchObject([
+      { productId: product.productId, partnershipIds: [busier?.id, busy?.id, quiet?.id] },
+    ]);
+  });
+
+  it("answers 500, not zeros, when the ledger leaves a partnership out of its stats", async () => {
+    const omitting = createRouterTransport(({ service }) =>
+      service(LedgerService, { batchGetPartnershipStats: () => ({ stats: {} }) }),
+    );
+    const { call, fake, product } = createGateway({ ledgerTransport: omitting });
+    fake.seed(product.productId, "a@example.com");
+    const response = await call("GET", "/api/v1/affiliates");
+    expect(response.statusCode).toBe(500);
+    expect(response.json()).toEqual({ error: "Internal server error" });
+  });
+
   it("answers an empty page without asking for stats", async () => {
     const stats = recordingStats();
     const { call } = createGateway({ stats });
@@ -324,7 +358,7 @@ describe("GET /api/v1/affiliates/:id", () => {
     const response = await call("GET", `/api/v1/affiliates/${seeded.id}`);
     expect(response.statusCode).toBe(200);
     const body = expectBody(partnershipDetailResponseSchema, response.json());
-    expect(body.data.stats).toEqual({ clicks: 10, conversions: 0, earned_cents: 0 });
+    expect(body.data.stats).toEqual({ clicks: 7, conversions: 3, earned_cents: 900 });
     expect(body.data.commissions).toEqual({
       pending_count: 1,
       approved_count: 2,
@@ -332,22 +366,26 @@ describe("GET /api/v1/affiliates/:id", () => {
       approved_amount_cents: 400,
     });
     expect(stats.breakdowns).toEqual([seeded.id]);
+    expect(stats.calls).toEqual([]);
   });
 
-  it("answers zeros until the ledger exists", async () => {
-    const { call, fake, product } = createGateway();
+  it("shows the ledger's figures and breakdown, from one BatchGetPartnershipStats call", async () => {
+    const { call, fake, ledger, product } = createGateway();
     const seeded = fake.seed(product.productId, "one@example.com");
-    const body = expectBody(
-      partnershipDetailResponseSchema,
-      (await call("GET", `/api/v1/affiliates/${seeded.id}`)).json(),
-    );
-    expect(body.data.stats).toEqual({ clicks: 0, conversions: 0, earned_cents: 0 });
+    ledger.setFigures(seeded.id, 40);
+    const response = await call("GET", `/api/v1/affiliates/${seeded.id}`);
+    expect(response.statusCode).toBe(200);
+    const body = expectBody(partnershipDetailResponseSchema, response.json());
+    expect(body.data.stats).toEqual({ clicks: 40, conversions: 41, earned_cents: 4002 });
     expect(body.data.commissions).toEqual({
-      pending_count: 0,
-      approved_count: 0,
-      pending_amount_cents: 0,
-      approved_amount_cents: 0,
+      pending_count: 43,
+      approved_count: 44,
+      pending_amount_cents: 4005,
+      approved_amount_cents: 4006,
     });
+    expect(ledger.requestsOf("batchGetPartnershipStats")).toMatchObject([
+      { productId: product.productId, partnershipIds: [seeded.id] },
+    ]);
   });
 
   it("answers 404 { error } for a missing partnership or another product's", async () => {

@@ -101,6 +101,37 @@ describe("services behind the gateway", () => {
     expect(response.json()).toEqual({ error: "Service temporarily unavailable" });
   });
 
+  it("answers 503 with Retry-After on every ledger-backed route when nothing listens at the ledger's address", async () => {
+    const ledgerTransport = createRpcTransport(`http://127.0.0.1:${await closedPort()}`, { timeoutMs: 2000 });
+    const { call, fake, product } = createGateway({ ledgerTransport });
+    const jane = fake.seed(product.productId, "jane@example.com");
+    const routes = [
+      ["POST", "/events", { type: "click", referral_code: "jane" }],
+      ["GET", "/api/v1/commissions", undefined],
+      ["GET", "/api/v1/commissions/com_1", undefined],
+      ["PATCH", "/api/v1/commissions/com_1", { action: "approve" }],
+      ["GET", "/api/v1/stats", undefined],
+      ["GET", "/api/v1/stats/timeseries", undefined],
+      ["GET", "/api/v1/affiliates", undefined],
+      ["GET", `/api/v1/affiliates/${jane.id}`, undefined],
+    ] as const;
+    for (const [method, url, body] of routes) {
+      const response = await call(method, url, body === undefined ? {} : { body });
+      expect(response.statusCode, `${method} ${url}`).toBe(503);
+      expect(response.headers["retry-after"], url).toBe("1");
+      expect(expectBody(errorSchema, response.json())).toEqual({ error: "Service temporarily unavailable" });
+    }
+  });
+
+  it("answers 503 with Retry-After when the ledger answers Unavailable", async () => {
+    const { call, ledger } = createGateway();
+    ledger.failures.set("getStats", new ConnectError("database gone at 10.0.0.9", Code.Unavailable));
+    const response = await call("GET", "/api/v1/stats");
+    expect(response.statusCode).toBe(503);
+    expect(response.headers["retry-after"]).toBe("1");
+    expect(response.body).not.toContain("10.0.0.9");
+  });
+
   it("answers 500 with a generic message and logs the cause when partners fails internally", async () => {
     const { logger, lines } = capturingLogger();
     const { call, fake } = createGateway({ logger });

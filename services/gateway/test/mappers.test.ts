@@ -1,3 +1,4 @@
+import { CommissionSchema, CommissionStatus, EventType, TrackedEventSchema } from "@affiliate/proto/ledger";
 import {
   BulkRegistrationResultSchema,
   PartnershipSchema,
@@ -7,17 +8,22 @@ import {
 } from "@affiliate/proto/partners";
 import { create } from "@bufbuild/protobuf";
 import { describe, expect, it } from "vitest";
-import { loadGatewayConfig } from "../src/config.js";
+import { z } from "zod";
+import { gatewayConfigShape, loadGatewayConfig } from "../src/config.js";
 import {
   ContractViolation,
   statusName,
   toBulkResult,
+  toPublicCommission,
   toPublicPartnership,
   toPublicProgram,
+  toPublicTrackedEvent,
   toRegistrationBody,
 } from "../src/mappers.js";
 import { partnershipSchema } from "../src/schemas/affiliates.js";
+import { commissionSchema } from "../src/schemas/commissions.js";
 import { programSchema } from "../src/schemas/program.js";
+import { trackedEventSchema } from "../src/schemas/tracking.js";
 import { expectBody } from "./support/harness.js";
 
 const partnership = create(PartnershipSchema, {
@@ -44,9 +50,10 @@ describe("mappers", () => {
 
   it("refuses values partners should never send", () => {
     expect(() => statusName(PartnershipStatus.UNSPECIFIED)).toThrow(ContractViolation);
-    expect(() => toPublicPartnership(create(PartnershipSchema, { ...partnership, createdAt: undefined }))).toThrow(
-      ContractViolation,
-    );
+    const stats = { clicks: 0, conversions: 0, earned_cents: 0 };
+    expect(() =>
+      toPublicPartnership(create(PartnershipSchema, { ...partnership, createdAt: undefined }), stats),
+    ).toThrow(ContractViolation);
     expect(() => toRegistrationBody({ outcome: RegistrationOutcome.CREATED } as never)).toThrow(ContractViolation);
     expect(() => toBulkResult(create(BulkRegistrationResultSchema, { email: "a@example.com" }))).toThrow(
       ContractViolation,
@@ -79,18 +86,102 @@ describe("mappers", () => {
   });
 });
 
+const commission = create(CommissionSchema, {
+  id: "com_2",
+  productId: "prd_1",
+  partnershipId: "ptn_1",
+  amountCents: 9_007_199_254_740_991n,
+  status: CommissionStatus.REFUNDED,
+  level: 2,
+  parentCommissionId: "com_1",
+  holdUntil: { seconds: 1_738_379_045n, nanos: 678_000_000 },
+  createdAt: { seconds: 1_735_787_045n, nanos: 1_000_000 },
+  referralCode: "CODE1",
+  paymentAmountCents: 12_345n,
+  payoutId: "",
+  eventId: "evt_1",
+  reason: "fraud",
+});
+
+describe("ledger mappers", () => {
+  it("writes a commission in spec 2.2's fields, with the affiliate from the partnership", () => {
+    const mapped = expectBody(commissionSchema, toPublicCommission(commission, partnership));
+    expect(mapped).toEqual({
+      id: "com_2",
+      amount_cents: Number.MAX_SAFE_INTEGER,
+      status: "refunded",
+      level: 2,
+      parent_commission_id: "com_1",
+      hold_until: "2025-02-01T03:04:05.678Z",
+      created_at: "2025-01-02T03:04:05.001Z",
+      affiliate: { id: "aff_1", email: "a@example.com", name: "A" },
+      referral_code: "CODE1",
+      customer_email: null,
+      payment_amount_cents: 12_345,
+      payout_id: null,
+    });
+    const linked = create(CommissionSchema, { ...commission, payoutId: "po_1", customerEmail: "c@example.com" });
+    expect(toPublicCommission(linked, partnership)).toMatchObject({
+      payout_id: "po_1",
+      customer_email: "c@example.com",
+    });
+  });
+
+  it("refuses a commission without its partnership, status or timestamps", () => {
+    expect(() => toPublicCommission(commission, undefined)).toThrow(ContractViolation);
+    const unspecified = create(CommissionSchema, { ...commission, status: CommissionStatus.UNSPECIFIED });
+    expect(() => toPublicCommission(unspecified, partnership)).toThrow(ContractViolation);
+    const timeless = create(CommissionSchema, { ...commission, holdUntil: undefined });
+    expect(() => toPublicCommission(timeless, partnership)).toThrow(ContractViolation);
+  });
+
+  it("writes a sandbox event with null ids and an unattributed one with null partnership", () => {
+    const event = create(TrackedEventSchema, {
+      id: "evt_9",
+      type: EventType.PAYMENT,
+      partnershipId: "",
+      visitorId: "",
+      occurredAt: { seconds: 1_735_787_045n, nanos: 678_000_000 },
+      testMode: true,
+      commissions: [{ id: "", level: 1, amountCents: 2_000n, status: CommissionStatus.APPROVED }],
+    });
+    expect(expectBody(trackedEventSchema, toPublicTrackedEvent(event))).toEqual({
+      id: "evt_9",
+      type: "payment",
+      partnership_id: null,
+      visitor_id: null,
+      occurred_at: "2025-01-02T03:04:05.678Z",
+      test_mode: true,
+      commissions: [{ id: null, level: 1, amount_cents: 2000, status: "approved" }],
+    });
+    expect(() => toPublicTrackedEvent(undefined)).toThrow(ContractViolation);
+    expect(() => toPublicTrackedEvent(create(TrackedEventSchema, { ...event, type: EventType.UNSPECIFIED }))).toThrow(
+      ContractViolation,
+    );
+  });
+});
+
 describe("configuration", () => {
   it("has the contract's defaults", () => {
     expect(loadGatewayConfig({})).toMatchObject({
       PORT: 8080,
       HOST: "127.0.0.1",
       PARTNERS_URL: "http://127.0.0.1:7101",
+      LEDGER_URL: "http://127.0.0.1:7102",
       NATS_URL: "nats://127.0.0.1:4222",
       EVENTS_NAMESPACE: "",
       RATE_LIMIT_PER_MINUTE: 6000,
       TRACKING_RATE_LIMIT_PER_MINUTE: 60_000,
       KEY_CACHE_TTL_MS: 60_000,
     });
+  });
+
+  it("reads the ledger's address from LEDGER_URL and refuses one that is not a URL", () => {
+    expect(loadGatewayConfig({ LEDGER_URL: "http://ledger.internal:9000" }).LEDGER_URL).toBe(
+      "http://ledger.internal:9000",
+    );
+    const parsed = z.object(gatewayConfigShape).safeParse({ LEDGER_URL: "not a url" });
+    expect(parsed.error?.issues.map((issue) => issue.path)).toEqual([["LEDGER_URL"]]);
   });
 
   it("reads numbers from the environment", () => {

@@ -1,7 +1,7 @@
 import { Health, HealthCheckResponse_ServingStatus } from "@affiliate/proto/health";
-import { Code, ConnectError, createRouterTransport } from "@connectrpc/connect";
+import { Code, ConnectError, createRouterTransport, type Transport } from "@connectrpc/connect";
 import { describe, expect, it } from "vitest";
-import { partnersReadiness } from "../src/routes/ops.js";
+import { gatewayReadiness, readinessOf, serviceHealth } from "../src/routes/ops.js";
 import { createGateway } from "./support/harness.js";
 
 function healthTransport(answer: () => HealthCheckResponse_ServingStatus | Promise<never>) {
@@ -15,29 +15,54 @@ function healthTransport(answer: () => HealthCheckResponse_ServingStatus | Promi
 }
 
 describe("probes", () => {
-  it("GET /healthz answers 200 { status: 'ok' } even when partners is down", async () => {
-    const { call } = createGateway({ ready: async () => false });
+  it("GET /healthz answers 200 { status: 'ok' } even when partners and the ledger are down", async () => {
+    const { call } = createGateway({ ready: async () => ["partners", "ledger"] });
     const response = await call("GET", "/healthz", { key: null });
     expect(response.statusCode).toBe(200);
     expect(response.json()).toEqual({ status: "ok" });
   });
 
-  it("GET /readyz follows the readiness check", async () => {
-    let ready = true;
-    const { call } = createGateway({ ready: async () => ready });
-    expect((await call("GET", "/readyz", { key: null })).statusCode).toBe(200);
-    ready = false;
+  it("GET /readyz answers 200 when nothing is missing, else 503 naming what is not ready", async () => {
+    let notReady: string[] = [];
+    const { call } = createGateway({ ready: async () => notReady });
+    const ready = await call("GET", "/readyz", { key: null });
+    expect(ready.statusCode).toBe(200);
+    expect(ready.json()).toEqual({ status: "ready" });
+    notReady = ["ledger"];
     const response = await call("GET", "/readyz", { key: null });
     expect(response.statusCode).toBe(503);
-    expect(response.json()).toEqual({ error: "The partners service is not ready" });
+    expect(response.json()).toEqual({ error: "Not ready: ledger" });
     expect(response.headers["retry-after"]).toBe("1");
   });
 
-  it("counts partners ready only when its health check answers SERVING", async () => {
-    expect(await partnersReadiness(healthTransport(() => HealthCheckResponse_ServingStatus.SERVING))()).toBe(true);
-    expect(await partnersReadiness(healthTransport(() => HealthCheckResponse_ServingStatus.NOT_SERVING))()).toBe(false);
+  it("is ready only when partners AND the ledger answer SERVING", async () => {
+    const serving = healthTransport(() => HealthCheckResponse_ServingStatus.SERVING);
+    const notServing = healthTransport(() => HealthCheckResponse_ServingStatus.NOT_SERVING);
+    const down = healthTransport(() => Promise.reject(new ConnectError("down", Code.Unavailable)));
+    const readiness = (partners: Transport, ledger: Transport) => gatewayReadiness({ partners, ledger })();
+    expect(await readiness(serving, serving)).toEqual([]);
+    expect(await readiness(serving, notServing)).toEqual(["ledger"]);
+    expect(await readiness(down, serving)).toEqual(["partners"]);
+    expect(await readiness(notServing, down)).toEqual(["partners", "ledger"]);
+
+    const { call } = createGateway({ ready: gatewayReadiness({ partners: serving, ledger: down }) });
+    const response = await call("GET", "/readyz", { key: null });
+    expect(response.statusCode).toBe(503);
+    expect(response.json()).toEqual({ error: "Not ready: ledger" });
+  });
+
+  it("counts a check that throws as not ready", async () => {
+    const throwing = async (): Promise<boolean> => {
+      throw new Error("broken check");
+    };
+    expect(await readinessOf({ partners: async () => true, ledger: throwing })()).toEqual(["ledger"]);
+  });
+
+  it("counts a service ready only when its health check answers SERVING", async () => {
+    expect(await serviceHealth(healthTransport(() => HealthCheckResponse_ServingStatus.SERVING))()).toBe(true);
+    expect(await serviceHealth(healthTransport(() => HealthCheckResponse_ServingStatus.NOT_SERVING))()).toBe(false);
     const failing = healthTransport(() => Promise.reject(new ConnectError("down", Code.Unavailable)));
-    expect(await partnersReadiness(failing)()).toBe(false);
+    expect(await serviceHealth(failing)()).toBe(false);
   });
 
   it("gives up on a health check that takes longer than its timeout", async () => {
@@ -45,7 +70,7 @@ describe("probes", () => {
       () => new Promise<never>((_resolve, reject) => setTimeout(() => reject(new Error("too late")), 5000)),
     );
     const started = Date.now();
-    expect(await partnersReadiness(slow, 100)()).toBe(false);
+    expect(await serviceHealth(slow, 100)()).toBe(false);
     expect(Date.now() - started).toBeLessThan(2000);
   });
 });
@@ -96,6 +121,86 @@ describe("documentation", () => {
     expect(Object.keys(document.paths["/api/v1/program"].patch.responses)).toEqual(
       expect.arrayContaining(["200", "400", "401", "403", "413", "415", "429", "503"]),
     );
+  });
+
+  it("documents tracking, commissions and stats from the routes' own schemas", async () => {
+    const { call } = createGateway();
+    const document = (await call("GET", "/api/v1/openapi.json", { key: null })).json();
+    expect(Object.keys(document.paths)).toEqual(
+      expect.arrayContaining([
+        "/events",
+        "/api/v1/commissions",
+        "/api/v1/commissions/{id}",
+        "/api/v1/stats",
+        "/api/v1/stats/timeseries",
+      ]),
+    );
+    expect(Object.keys(document.paths["/api/v1/commissions/{id}"]).sort()).toEqual(["get", "patch"]);
+
+    const track = document.paths["/events"].post;
+    expect(Object.keys(track.responses).sort()).toEqual(
+      ["200", "201", "400", "401", "404", "409", "413", "415", "429", "503"].sort(),
+    );
+    expect(track.responses["403"]).toBeUndefined();
+    const event = document.components.schemas.TrackEventRequest;
+    expect(event.required).toEqual(["type"]);
+    expect(event.properties.amount_cents).toMatchObject({ type: "integer", exclusiveMinimum: 0 });
+    expect(event.properties.visitor_id).toMatchObject({ minLength: 1, maxLength: 128 });
+    expect(event.properties.occurred_at).toMatchObject({ type: "string", format: "date-time" });
+    expect(document.components.schemas.EventType.enum).toEqual(["click", "signup", "payment"]);
+
+    const commission = document.components.schemas.Commission;
+    expect(Object.keys(commission.properties)).toEqual([
+      "id",
+      "amount_cents",
+      "status",
+      "level",
+      "parent_commission_id",
+      "hold_until",
+      "created_at",
+      "affiliate",
+      "referral_code",
+      "customer_email",
+      "payment_amount_cents",
+      "payout_id",
+    ]);
+    expect(document.components.schemas.CommissionStatus.enum).toEqual([
+      "pending",
+      "approved",
+      "paid",
+      "rejected",
+      "refunded",
+    ]);
+    const list = document.paths["/api/v1/commissions"].get;
+    expect(list.parameters.map((parameter: { name: string }) => parameter.name)).toEqual([
+      "status",
+      "partnership_id",
+      "payout_id",
+      "cursor",
+      "limit",
+    ]);
+    expect(document.components.schemas.UpdateCommissionRequest.properties.reason.maxLength).toBe(500);
+
+    for (const path of ["/api/v1/stats", "/api/v1/stats/timeseries"]) {
+      const operation = document.paths[path].get;
+      expect(operation.parameters[0]).toMatchObject({ name: "period", schema: { default: "30d" } });
+      expect(operation.responses["400"].content["application/json"].schema).toEqual({
+        $ref: "#/components/schemas/NestedError",
+      });
+    }
+    expect(document.components.schemas.Period.enum).toEqual(["7d", "30d", "90d", "12m"]);
+    expect(document.components.schemas.NestedError.required).toEqual(["data"]);
+    expect(Object.keys(document.components.schemas.Stats.properties)).toEqual([
+      "period",
+      "clicks",
+      "signups",
+      "conversions",
+      "revenue_cents",
+      "commissions_cents",
+      "conversion_rate",
+      "active_affiliates",
+      "previous_period",
+    ]);
   });
 
   it("renders the document at /docs", async () => {

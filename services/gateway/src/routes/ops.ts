@@ -8,11 +8,17 @@ import type { oas31, ZodOpenApiPathsObject } from "zod-openapi";
 import { unavailableRetryAfterSeconds } from "../errors.js";
 import { errorSchema } from "../schemas/common.js";
 
-/** Whether everything the gateway calls is ready to serve. */
-export type ReadinessCheck = () => Promise<boolean>;
+/** Whether one service is ready to serve. */
+export type ServiceCheck = () => Promise<boolean>;
 
-/** Asks partners' grpc.health.v1 Health/Check (the whole server) over the gateway's own transport. */
-export function partnersReadiness(transport: Transport, timeoutMs = 1000): ReadinessCheck {
+/** The names of the services the gateway calls that are not ready; empty when all are. */
+export type ReadinessCheck = () => Promise<string[]>;
+
+/**
+ * Asks a service's grpc.health.v1 Health/Check (the whole server) over the gateway's own
+ * transport to it: ready only when it answers SERVING within `timeoutMs`.
+ */
+export function serviceHealth(transport: Transport, timeoutMs = 1000): ServiceCheck {
   const health = createClient(Health, transport);
   return async () => {
     try {
@@ -22,6 +28,23 @@ export function partnersReadiness(transport: Transport, timeoutMs = 1000): Readi
       return false;
     }
   };
+}
+
+/** Every service's check at once; a check that throws counts as not ready. */
+export function readinessOf(checks: Record<string, ServiceCheck>): ReadinessCheck {
+  return async () => {
+    const entries = Object.entries(checks);
+    const ready = await Promise.all(entries.map(([, check]) => check().catch(() => false)));
+    return entries.filter((_entry, index) => !ready[index]).map(([name]) => name);
+  };
+}
+
+/** The gateway's readiness: partners AND the ledger answer SERVING. */
+export function gatewayReadiness(transports: { partners: Transport; ledger: Transport }, timeoutMs = 1000) {
+  return readinessOf({
+    partners: serviceHealth(transports.partners, timeoutMs),
+    ledger: serviceHealth(transports.ledger, timeoutMs),
+  });
 }
 
 export interface OpsRouteDeps {
@@ -34,11 +57,12 @@ export async function opsRoutes(app: FastifyInstance, { ready, document }: OpsRo
   app.get("/healthz", async () => ({ status: "ok" }));
 
   app.get("/readyz", async (_request, reply) => {
-    if (await ready()) return { status: "ready" };
+    const notReady = await ready();
+    if (notReady.length === 0) return { status: "ready" };
     return reply
       .code(503)
       .header("retry-after", String(unavailableRetryAfterSeconds))
-      .send({ error: "The partners service is not ready" });
+      .send({ error: `Not ready: ${notReady.join(", ")}` });
   });
 
   app.get("/api/v1/openapi.json", async () => document);
@@ -72,7 +96,7 @@ export const opsPaths: ZodOpenApiPathsObject = {
       security: [],
       responses: {
         200: { description: "Ready", ...json(z.object({ status: z.literal("ready") })) },
-        503: { description: "Not ready", ...json(errorSchema) },
+        503: { description: "A service behind the gateway is not ready; the error names it", ...json(errorSchema) },
       },
     },
   },

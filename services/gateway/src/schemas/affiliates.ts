@@ -1,23 +1,24 @@
 import { z } from "zod";
-import { paginationSchema, partnershipStatusSchema } from "./common.js";
+import {
+  emailSchema,
+  idParamsSchema,
+  pageQueryShape,
+  paginationSchema,
+  partnershipStatusSchema,
+  referralCodeSchema,
+} from "./common.js";
 
-const referralCodePattern = /^[A-Za-z0-9_-]{3,50}$/;
-
-const email = z
-  .string()
-  .trim()
-  .toLowerCase()
-  .pipe(z.email())
-  .meta({ description: "The affiliate's email; trimmed and lowercased.", override: { format: "email" } });
+const email = emailSchema.meta({
+  description: "The affiliate's email; trimmed and lowercased.",
+  override: { format: "email" },
+});
 
 /** One affiliate to register: the single endpoint's body without `notify`, and each bulk entry. */
 export const affiliateRegistrationSchema = z
   .object({
     email,
     name: z.string().min(1).max(200).optional().meta({ description: "Display name, used for a new account." }),
-    referralCode: z
-      .string()
-      .regex(referralCodePattern, "Must be 3-50 letters, digits, hyphens or underscores")
+    referralCode: referralCodeSchema
       .optional()
       .meta({ description: "Unique within the product; generated when omitted.", example: "jane-doe" }),
     sponsorReferralCode: z.string().min(1).max(50).optional().meta({
@@ -94,13 +95,10 @@ export const bulkRegisterResponseSchema = z
 
 export const listAffiliatesQuerySchema = z.object({
   status: partnershipStatusSchema.optional().meta({ description: "Only partnerships in this status." }),
-  cursor: z.string().min(1).max(2048).optional().meta({ description: "`next_cursor` of the previous page." }),
-  limit: z.coerce.number().int().min(1).max(100).default(50).meta({ description: "Page size, 1-100." }),
+  ...pageQueryShape,
 });
 
-export const partnershipIdParamsSchema = z.object({
-  id: z.string().min(1).max(128).meta({ description: "Partnership id (ptn_…)." }),
-});
+export const partnershipIdParamsSchema = idParamsSchema("Partnership id (ptn_…).");
 
 export const updatePartnershipBodySchema = z
   .object({ status: z.enum(["active", "rejected", "removed"]) })

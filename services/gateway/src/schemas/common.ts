@@ -22,8 +22,39 @@ export const validationErrorSchema = z
   })
   .meta({ id: "ValidationError" });
 
+/**
+ * The one exception to the envelope (spec sections 4.5 and 7): an invalid `period` on the stats
+ * endpoints answers its error nested under `data`.
+ */
+export const nestedErrorSchema = z
+  .object({
+    data: z.object({
+      error: z.string().meta({ example: "Invalid period: must be 7d, 30d, 90d or 12m" }),
+    }),
+  })
+  .meta({ id: "NestedError" });
+
 export type ErrorBody = z.output<typeof errorSchema>;
 export type ValidationErrorBody = z.output<typeof validationErrorSchema>;
+export type NestedErrorBody = z.output<typeof nestedErrorSchema>;
+
+/** A referral code as registration and tracking accept it. */
+export const referralCodeSchema = z
+  .string()
+  .regex(/^[A-Za-z0-9_-]{3,50}$/, "Must be 3-50 letters, digits, hyphens or underscores");
+
+/** An email as every endpoint takes it: trimmed and lowercased, then checked. */
+export const emailSchema = z.string().trim().toLowerCase().pipe(z.email());
+
+/** The query parameters every cursor-paginated list takes (spec section 8, contract section 11). */
+export const pageQueryShape = {
+  cursor: z.string().min(1).max(2048).optional().meta({ description: "`next_cursor` of the previous page." }),
+  limit: z.coerce.number().int().min(1).max(100).default(50).meta({ description: "Page size, 1-100." }),
+};
+
+/** A resource id in a path; its type prefix is named in the description. */
+export const idParamsSchema = (description: string) =>
+  z.object({ id: z.string().min(1).max(128).meta({ description }) });
 
 export const partnershipStatusSchema = z
   .enum(["active", "pending", "rejected", "removed"])
@@ -77,6 +108,13 @@ export const authenticatedErrors = {
   401: errorResponses[401],
   403: errorResponses[403],
   429: errorResponses[429],
+  503: errorResponses[503],
+};
+
+/** What POST /events can answer for its key: test keys are accepted there, so no 403. */
+export const trackingAuthErrors = {
+  401: errorResponses[401],
+  429: { ...errorResponses[429], description: "Tracking rate limit exceeded for this key" },
   503: errorResponses[503],
 };
 

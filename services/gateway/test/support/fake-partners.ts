@@ -244,6 +244,23 @@ export class FakePartners {
       getPartnership: ({ productId, partnershipId }) => ({
         partnership: this.#partnershipOrThrow(productId, partnershipId),
       }),
+      batchGetPartnerships: ({ productId, partnershipIds }) => {
+        if (partnershipIds.length > 100) {
+          throw toConnectError(DomainError.invalidField("partnership_ids", "At most 100 ids per call"));
+        }
+        const partnerships = partnershipIds.flatMap((id) => {
+          const partnership = this.partnerships.get(id);
+          return partnership?.productId === productId ? [partnership] : [];
+        });
+        return { partnerships };
+      },
+      countPartnerships: ({ productId, status }) => ({
+        count: BigInt(
+          [...this.partnerships.values()].filter(
+            (p) => p.productId === productId && (status === PartnershipStatus.UNSPECIFIED || p.status === status),
+          ).length,
+        ),
+      }),
       updatePartnershipStatus: ({ productId, partnershipId, status }) => {
         const partnership = this.#partnershipOrThrow(productId, partnershipId);
         if (!allowedTransitions[partnership.status].includes(status)) {

@@ -1,5 +1,6 @@
 import { Writable } from "node:stream";
 import { createLogger, type Logger } from "@affiliate/platform";
+import { LedgerService } from "@affiliate/proto/ledger";
 import { PartnersService } from "@affiliate/proto/partners";
 import { type Client, createClient, type Transport } from "@connectrpc/connect";
 import type { FastifyInstance, LightMyRequestResponse } from "fastify";
@@ -10,12 +11,16 @@ import { authenticateWith, KeyCache } from "../../src/auth/key-cache.js";
 import type { ReadinessCheck } from "../../src/routes/ops.js";
 import { buildServer } from "../../src/server.js";
 import type { PartnershipStatsSource } from "../../src/stats-source.js";
+import { FakeLedger } from "./fake-ledger.js";
 import { FakePartners, type FakeProduct } from "./fake-partners.js";
 
 export interface GatewayOptions {
-  /** Where RPCs go; the fake partners' in-memory transport unless given. */
+  /** Where partners RPCs go; the fake partners' in-memory transport unless given. */
   transport?: Transport;
+  /** Where ledger RPCs go; the fake ledger's in-memory transport unless given. */
+  ledgerTransport?: Transport;
   rateLimitPerMinute?: number;
+  trackingRateLimitPerMinute?: number;
   stats?: PartnershipStatsSource;
   ready?: ReadinessCheck;
   /** Whether the key cache is serving (as when key rotations are followed). */
@@ -26,6 +31,7 @@ export interface GatewayOptions {
 export interface TestGateway {
   app: FastifyInstance;
   fake: FakePartners;
+  ledger: FakeLedger;
   partners: Client<typeof PartnersService>;
   keyCache: KeyCache;
   product: FakeProduct;
@@ -40,20 +46,26 @@ export interface TestGateway {
 export function createGateway(options: GatewayOptions = {}): TestGateway {
   const fake = new FakePartners();
   const product = fake.addProduct();
+  const ledger = new FakeLedger();
   const partners = createClient(PartnersService, options.transport ?? fake.transport);
   const keyCache = new KeyCache({ resolve: authenticateWith(partners), ttlMs: 60_000 });
   keyCache.setTrusted(options.trusted ?? true);
   const app = buildServer({
     partners,
-    ready: options.ready ?? (async () => true),
+    ledger: createClient(LedgerService, options.ledgerTransport ?? ledger.transport),
+    ready: options.ready ?? (async () => []),
     logger: options.logger ?? createLogger("gateway-test", "silent"),
-    config: { RATE_LIMIT_PER_MINUTE: options.rateLimitPerMinute ?? 6000 },
+    config: {
+      RATE_LIMIT_PER_MINUTE: options.rateLimitPerMinute ?? 6000,
+      TRACKING_RATE_LIMIT_PER_MINUTE: options.trackingRateLimitPerMinute ?? 60_000,
+    },
     keyCache,
     ...(options.stats ? { stats: options.stats } : {}),
   });
   return {
     app,
     fake,
+    ledger,
     partners,
     keyCache,
     product,
@@ -101,4 +113,4 @@ export function expectBody<S extends z.ZodType>(schema: S, body: unknown): z.out
   return parsed.data;
 }
 
-export { FakePartners };
+export { FakeLedger, FakePartners };

@@ -29,8 +29,7 @@ import {
   updatePartnershipBodySchema,
 } from "../../schemas/affiliates.js";
 import { authenticatedErrors, bodyErrors, errorResponses } from "../../schemas/common.js";
-import type { PartnershipStatsSource } from "../../stats-source.js";
-import { zeroStats } from "../../stats-source.js";
+import { type PartnershipStats, type PartnershipStatsSource, statsOf } from "../../stats-source.js";
 
 export interface AffiliatesRouteDeps {
   partners: Client<typeof PartnersService>;
@@ -99,9 +98,9 @@ export async function affiliatesRoutes(app: FastifyInstance, { partners, stats }
       pageToken: query.cursor ?? "",
     });
     const ids = page.partnerships.map((partnership) => partnership.id);
-    const figures = ids.length > 0 ? await stats.statsFor(request.productId, ids) : new Map();
+    const figures = ids.length > 0 ? await stats.statsFor(request.productId, ids) : new Map<string, PartnershipStats>();
     return {
-      data: page.partnerships.map((partnership) => toPublicPartnership(partnership, figures.get(partnership.id))),
+      data: page.partnerships.map((partnership) => toPublicPartnership(partnership, statsOf(figures, partnership.id))),
       pagination: { next_cursor: page.nextPageToken || null, has_more: page.nextPageToken !== "" },
     };
   });
@@ -110,11 +109,7 @@ export async function affiliatesRoutes(app: FastifyInstance, { partners, stats }
     const { id } = parseOrThrow(partnershipIdParamsSchema, request.params);
     const productId = request.productId;
     const partnership = partnershipOf(await partners.getPartnership({ productId, partnershipId: id }));
-    const [figures, breakdown] = await Promise.all([
-      stats.statsFor(productId, [partnership.id]),
-      stats.breakdownFor(productId, partnership.id),
-    ]);
-    return { data: toPublicPartnershipDetail(partnership, figures.get(partnership.id) ?? zeroStats, breakdown) };
+    return { data: toPublicPartnershipDetail(partnership, await stats.breakdownFor(productId, partnership.id)) };
   });
 
   const updateStatus = async (request: FastifyRequest, status: PartnershipStatus) => {
@@ -122,7 +117,7 @@ export async function affiliatesRoutes(app: FastifyInstance, { partners, stats }
     const productId = request.productId;
     const partnership = partnershipOf(await partners.updatePartnershipStatus({ productId, partnershipId: id, status }));
     const figures = await stats.statsFor(productId, [partnership.id]);
-    return { data: toPublicPartnership(partnership, figures.get(partnership.id)) };
+    return { data: toPublicPartnership(partnership, statsOf(figures, partnership.id)) };
   };
 
   app.patch("/affiliates/:id", async (request) => {

@@ -1,0 +1,88 @@
+import type { LedgerService } from "@affiliate/proto/ledger";
+import type { Client } from "@connectrpc/connect";
+import type { FastifyInstance } from "fastify";
+import type { ZodOpenApiPathsObject } from "zod-openapi";
+import { HttpError } from "../../errors.js";
+import { periodValue, toPublicStats, toPublicTimeseries } from "../../mappers.js";
+import type { PartnersDirectory } from "../../partners-directory.js";
+import { authenticatedErrors, nestedErrorSchema } from "../../schemas/common.js";
+import {
+  invalidPeriodMessage,
+  type PublicPeriod,
+  statsQuerySchema,
+  statsResponseSchema,
+  timeseriesResponseSchema,
+} from "../../schemas/stats.js";
+
+export interface StatsRouteDeps {
+  ledger: Client<typeof LedgerService>;
+  directory: PartnersDirectory;
+}
+
+/**
+ * The requested period, `30d` when absent. An invalid one is the spec's one exception to the
+ * validation envelope (sections 4.5 and 7): 400 `{ data: { error } }`.
+ */
+function periodOf(query: unknown): PublicPeriod {
+  const parsed = statsQuerySchema.safeParse(query);
+  if (!parsed.success) throw new HttpError(400, { data: { error: invalidPeriodMessage } });
+  return parsed.data.period;
+}
+
+/** The program's KPIs (contract section 10): sums from the ledger, active affiliates from partners. */
+export async function statsRoutes(app: FastifyInstance, { ledger, directory }: StatsRouteDeps) {
+  app.get("/stats", async (request) => {
+    const period = periodOf(request.query);
+    const productId = request.productId;
+    const [stats, activeAffiliates] = await Promise.all([
+      ledger.getStats({ productId, period: periodValue(period) }),
+      directory.countActivePartnerships(productId),
+    ]);
+    return { data: toPublicStats(period, stats, activeAffiliates) };
+  });
+
+  app.get("/stats/timeseries", async (request) => {
+    const period = periodOf(request.query);
+    const series = await ledger.getTimeseries({ productId: request.productId, period: periodValue(period) });
+    return { data: toPublicTimeseries(series) };
+  });
+}
+
+const json = <S>(schema: S) => ({ content: { "application/json": { schema } } });
+
+const invalidPeriod = {
+  description: `Invalid period; the error is nested under data: "${invalidPeriodMessage}"`,
+  ...json(nestedErrorSchema),
+};
+
+export const statsPaths: ZodOpenApiPathsObject = {
+  "/api/v1/stats": {
+    get: {
+      operationId: "getStats",
+      tags: ["Stats"],
+      summary: "Summary KPIs of a rolling window, with the window before it",
+      description:
+        "Live activity by occurred_at: 7d is the 7 days before now, 12m the 365 days before now; previous_period is the window of equal length before that. active_affiliates counts the partnerships that are active now, whatever the period.",
+      requestParams: { query: statsQuerySchema },
+      responses: {
+        200: { description: "The summary", ...json(statsResponseSchema) },
+        400: invalidPeriod,
+        ...authenticatedErrors,
+      },
+    },
+  },
+  "/api/v1/stats/timeseries": {
+    get: {
+      operationId: "getStatsTimeseries",
+      tags: ["Stats"],
+      summary: "Daily metrics, one point per UTC date",
+      description: "Oldest first, ending today: 7, 30, 90 or 365 points. Days without activity are zeros.",
+      requestParams: { query: statsQuerySchema },
+      responses: {
+        200: { description: "The series", ...json(timeseriesResponseSchema) },
+        400: invalidPeriod,
+        ...authenticatedErrors,
+      },
+    },
+  },
+};

@@ -1,0 +1,61 @@
+import { z } from "zod";
+import { idParamsSchema, pageQueryShape, paginationSchema } from "./common.js";
+
+export const commissionStatusSchema = z.enum(["pending", "approved", "paid", "rejected", "refunded"]).meta({
+  id: "CommissionStatus",
+  description:
+    "pending (in its hold period), approved (ready for a payout), paid, rejected (voided by the merchant), refunded.",
+});
+
+export type PublicCommissionStatus = z.output<typeof commissionStatusSchema>;
+
+/** A commission exactly as spec section 2.2 lists it. */
+export const commissionSchema = z
+  .object({
+    id: z.string().meta({ example: "com_01hzy3v9k4" }),
+    amount_cents: z.int().meta({ description: "Current value: reduced by partial refunds, 0 after a full one." }),
+    status: commissionStatusSchema,
+    level: z.int().min(1).max(2).meta({ description: "1 = direct, 2 = sponsor override (second tier)." }),
+    parent_commission_id: z
+      .string()
+      .nullable()
+      .meta({ description: "The level-1 commission of a level-2 row; null otherwise." }),
+    hold_until: z.iso.datetime().meta({ description: "End of the hold period (ISO 8601 UTC with milliseconds)." }),
+    created_at: z.iso.datetime().meta({ description: "ISO 8601 UTC with milliseconds." }),
+    affiliate: z
+      .object({ id: z.string(), email: z.string(), name: z.string() })
+      .meta({ description: "The affiliate who earns it." }),
+    referral_code: z.string().meta({ description: "The earning partnership's referral code." }),
+    customer_email: z.string().nullable().meta({ description: "The paying customer; null after erasure or if none." }),
+    payment_amount_cents: z.int().meta({ description: "The original payment the commission derives from." }),
+    payout_id: z.string().nullable().meta({ description: "The payout holding it; null until it is bundled." }),
+  })
+  .meta({ id: "Commission" });
+
+export const commissionIdParamsSchema = idParamsSchema("Commission id (com_…).");
+
+export const listCommissionsQuerySchema = z.object({
+  status: commissionStatusSchema.optional().meta({ description: "Only commissions in this status." }),
+  partnership_id: z.string().min(1).max(128).optional().meta({ description: "Only this partnership's." }),
+  payout_id: z.string().min(1).max(128).optional().meta({ description: "Only those bundled into this payout." }),
+  ...pageQueryShape,
+});
+
+export const updateCommissionBodySchema = z
+  .object({
+    action: z.enum(["approve", "reject"]).meta({
+      description:
+        "approve: a pending commission becomes approved (its hold ends early). reject: a pending commission, or an approved one not in a payout, becomes rejected, with its level-2 child.",
+    }),
+    reason: z.string().max(500).optional().meta({ description: "Stored on the commission; at most 500 characters." }),
+  })
+  .meta({ id: "UpdateCommissionRequest" });
+
+export const commissionResponseSchema = z.object({ data: commissionSchema });
+export const commissionListResponseSchema = z.object({
+  data: z.array(commissionSchema),
+  pagination: paginationSchema,
+});
+
+export type PublicCommission = z.output<typeof commissionSchema>;
+export type UpdateCommissionBody = z.output<typeof updateCommissionBodySchema>;

@@ -1,0 +1,89 @@
+import { z } from "zod";
+import { commissionStatusSchema } from "./commissions.js";
+import { emailSchema, referralCodeSchema } from "./common.js";
+
+export const eventTypeSchema = z
+  .enum(["click", "signup", "payment"])
+  .meta({ id: "EventType", description: "What happened: a referral link was followed, a customer signed up or paid." });
+
+const text = (max: number) => z.string().min(1).max(max);
+
+/**
+ * A tracking event (contract section 5). The gateway checks each field and the rules that need no
+ * state (a click names its referral code, a payment its amount); the ledger checks the rest (the
+ * time window of `occurred_at`, fields a click does not accept) and answers the same envelope.
+ */
+export const trackEventBodySchema = z
+  .object({
+    type: eventTypeSchema,
+    referral_code: referralCodeSchema.optional().meta({
+      description: "Required for a click. On a signup or payment, credits that partnership directly.",
+      example: "jane-doe",
+    }),
+    visitor_id: text(128).optional().meta({
+      description:
+        "The visitor's id, 1-128 characters. Generated (vis_…) for a click without one and returned; on a signup or payment, attributes through the visitor's latest click inside the attribution window.",
+    }),
+    customer_email: emailSchema.optional().meta({
+      description: "Signup or payment: the customer's email; trimmed and lowercased before storage.",
+      override: { format: "email" },
+    }),
+    provider_customer_id: text(255)
+      .optional()
+      .meta({ description: "Signup or payment: the payment provider's customer id." }),
+    amount_cents: z
+      .int()
+      .positive()
+      .optional()
+      .meta({ description: "Payment: required, the amount paid in cents (> 0)." }),
+    external_id: text(255).optional().meta({
+      description:
+        "Payment: the merchant's transaction id, unique per product. A payment with an external_id already recorded answers 200 with the original event.",
+    }),
+    occurred_at: z.iso
+      .datetime({ offset: true })
+      .transform((value) => new Date(value))
+      .optional()
+      .meta({
+        description: "ISO 8601 timestamp; defaults to now. At most 5 minutes ahead and 400 days back.",
+        example: "2025-01-02T03:04:05.678Z",
+      }),
+    ip: text(64).optional().meta({ description: "The customer's IP address." }),
+    user_agent: text(1024).optional().meta({ description: "The customer's user agent." }),
+  })
+  .superRefine((event, context) => {
+    if (event.type === "click" && event.referral_code === undefined) {
+      context.addIssue({ code: "custom", path: ["referral_code"], message: "Required for a click" });
+    }
+    if (event.type === "payment" && event.amount_cents === undefined) {
+      context.addIssue({ code: "custom", path: ["amount_cents"], message: "Required for a payment" });
+    }
+  })
+  .meta({ id: "TrackEventRequest" });
+
+export const trackedEventSchema = z
+  .object({
+    id: z.string().meta({ example: "evt_01hzy3v9k4" }),
+    type: eventTypeSchema,
+    partnership_id: z.string().nullable().meta({ description: "The partnership credited; null when unattributed." }),
+    visitor_id: z.string().nullable(),
+    occurred_at: z.iso.datetime().meta({ description: "ISO 8601 UTC with milliseconds." }),
+    test_mode: z.boolean().meta({ description: "True for a sandbox event (sent with an sk_test_ key)." }),
+    commissions: z
+      .array(
+        z.object({
+          id: z.string().nullable().meta({ description: "null in sandbox: nothing was created." }),
+          level: z.int().min(1).max(2).meta({ description: "1 = direct, 2 = sponsor override." }),
+          amount_cents: z.int(),
+          status: commissionStatusSchema,
+        }),
+      )
+      .meta({ description: "Created by this payment (live), or that it would create (sandbox)." }),
+  })
+  .meta({ id: "TrackedEvent" });
+
+export const trackEventResponseSchema = z.object({ data: trackedEventSchema });
+
+export type TrackEventBody = z.output<typeof trackEventBodySchema>;
+export type PublicTrackedEvent = z.output<typeof trackedEventSchema>;
+export type PublicEventType = z.output<typeof eventTypeSchema>;

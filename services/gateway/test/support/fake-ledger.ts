@@ -1,0 +1,274 @@
+import { DomainError, toConnectError } from "@affiliate/platform";
+import {
+  type Commission,
+  CommissionAction,
+  CommissionSchema,
+  CommissionStatus,
+  EventType,
+  LedgerService,
+  type Metrics,
+  MetricsSchema,
+  type PartnershipStats,
+  PartnershipStatsSchema,
+  Period,
+  type TrackedEvent,
+  TrackedEventSchema,
+} from "@affiliate/proto/ledger";
+import type { Partnership } from "@affiliate/proto/partners";
+import { create } from "@bufbuild/protobuf";
+import { timestampFromDate } from "@bufbuild/protobuf/wkt";
+import {
+  type Client,
+  Code,
+  ConnectError,
+  createClient,
+  createRouterTransport,
+  type ServiceImpl,
+  type Transport,
+} from "@connectrpc/connect";
+
+export type LedgerMethod = keyof ServiceImpl<typeof LedgerService>;
+
+const dayMs = 24 * 3600 * 1000;
+const periodDays: Partial<Record<Period, number>> = {
+  [Period.PERIOD_7D]: 7,
+  [Period.PERIOD_30D]: 30,
+  [Period.PERIOD_90D]: 90,
+  [Period.PERIOD_12M]: 365,
+};
+
+/** Metrics whose every field differs, so a test can tell which one went where. */
+export function metrics(base: number): Metrics {
+  return create(MetricsSchema, {
+    clicks: BigInt(base),
+    signups: BigInt(base + 1),
+    conversions: BigInt(base + 2),
+    revenueCents: BigInt(base * 1000 + 3),
+    commissionsCents: BigInt(base * 100 + 4),
+  });
+}
+
+/**
+ * An in-memory ledger behind the real generated contract. Tracking is simplified (a code the test
+ * made known attributes; a payment earns 20% at level 1, pending), commissions are seeded by the
+ * test, and stats answer figures the test sets. It counts calls, records requests, and can be
+ * told to fail a method with a given ConnectError.
+ */
+export class FakeLedger {
+  readonly transport: Transport;
+  readonly client: Client<typeof LedgerService>;
+  readonly calls = new Map<LedgerMethod, number>();
+  readonly requests: { method: LedgerMethod; request: unknown }[] = [];
+  readonly failures = new Map<LedgerMethod, ConnectError>();
+  readonly commissions = new Map<string, Commission>();
+  /** All-time figures per partnership id; ids not here answer zeros, as the ledger does. */
+  readonly partnershipStats = new Map<string, PartnershipStats>();
+  /** Referral code -> partnership id, for attribution in Track. */
+  readonly referralCodes = new Map<string, string>();
+  /** What GetStats answers, whatever the period. */
+  stats = { current: metrics(10), previous: metrics(5), conversionRate: 0.25 };
+  readonly #payments = new Map<string, TrackedEvent>();
+  #sequence = 0;
+  readonly now = new Date("2025-03-04T05:06:07.890Z");
+
+  constructor() {
+    const impl = this.#implementation();
+    const counted = Object.fromEntries(
+      Object.entries(impl).map(([method, handler]) => [
+        method,
+        async (request: unknown, context: unknown) => {
+          const name = method as LedgerMethod;
+          this.calls.set(name, this.callsOf(name) + 1);
+          this.requests.push({ method: name, request });
+          const failure = this.failures.get(name);
+          if (failure) throw failure;
+          return (handler as (request: unknown, context: unknown) => unknown)(request, context);
+        },
+      ]),
+    ) as Partial<ServiceImpl<typeof LedgerService>>;
+    this.transport = createRouterTransport(({ service }) => service(LedgerService, counted));
+    this.client = createClient(LedgerService, this.transport);
+  }
+
+  callsOf(method: LedgerMethod): number {
+    return this.calls.get(method) ?? 0;
+  }
+
+  requestsOf(method: LedgerMethod): unknown[] {
+    return this.requests.filter((entry) => entry.method === method).map((entry) => entry.request);
+  }
+
+  /** Sets a partnership's all-time figures, every field different. */
+  setFigures(partnershipId: string, base: number): PartnershipStats {
+    const figures = create(PartnershipStatsSchema, {
+      clicks: BigInt(base),
+      conversions: BigInt(base + 1),
+      earnedCents: BigInt(base * 100 + 2),
+      pendingCount: BigInt(base + 3),
+      approvedCount: BigInt(base + 4),
+      pendingAmountCents: BigInt(base * 100 + 5),
+      approvedAmountCents: BigInt(base * 100 + 6),
+    });
+    this.partnershipStats.set(partnershipId, figures);
+    return figures;
+  }
+
+  /** Puts a commission of the partnership straight into the store. */
+  seedCommission(
+    partnership: Partnership,
+    fields: Partial<Omit<Commission, "$typeName" | "$unknown">> = {},
+  ): Commission {
+    const id = this.#id("com");
+    const commission = create(CommissionSchema, {
+      id,
+      productId: partnership.productId,
+      partnershipId: partnership.id,
+      amountCents: 2000n,
+      status: CommissionStatus.PENDING,
+      level: 1,
+      holdUntil: timestampFromDate(new Date(this.now.getTime() + 30 * dayMs)),
+      createdAt: timestampFromDate(new Date(this.now.getTime() + this.#sequence * 1000)),
+      referralCode: partnership.referralCode,
+      customerEmail: "buyer@example.com",
+      paymentAmountCents: 10_000n,
+      eventId: this.#id("evt"),
+      ...fields,
+    });
+    this.commissions.set(commission.id, commission);
+    return commission;
+  }
+
+  #id(prefix: string): string {
+    this.#sequence++;
+    return `${prefix}_${String(this.#sequence).padStart(6, "0")}`;
+  }
+
+  #commissionOrThrow(productId: string, id: string): Commission {
+    const commission = this.commissions.get(id);
+    if (!commission || commission.productId !== productId) {
+      throw new ConnectError(`Commission ${id} not found`, Code.NotFound);
+    }
+    return commission;
+  }
+
+  // Only what the gateway calls: the rest of the contract answers UNIMPLEMENTED.
+  #implementation(): Partial<ServiceImpl<typeof LedgerService>> {
+    return {
+      track: (request) => {
+        const key = `${request.productId}|${request.testMode}|${request.externalId ?? ""}`;
+        const original = request.type === EventType.PAYMENT && request.externalId ? this.#payments.get(key) : undefined;
+        if (original) return { event: original, replayed: true };
+        const partnershipId = request.referralCode ? this.referralCodes.get(request.referralCode) : undefined;
+        if (request.type === EventType.CLICK && !partnershipId) {
+          throw new ConnectError("Unknown referral code", Code.NotFound);
+        }
+        const amount = request.amountCents ?? 0n;
+        const commissions =
+          request.type === EventType.PAYMENT && partnershipId
+            ? [
+                {
+                  id: request.testMode ? "" : this.#id("com"),
+                  level: 1,
+                  amountCents: (amount * 20n) / 100n,
+                  status: CommissionStatus.PENDING,
+                },
+              ]
+            : [];
+        const event = create(TrackedEventSchema, {
+          id: this.#id("evt"),
+          type: request.type,
+          partnershipId: partnershipId ?? "",
+          visitorId: request.visitorId ?? (request.type === EventType.CLICK ? "vis_generated" : ""),
+          occurredAt: request.occurredAt ?? timestampFromDate(this.now),
+          testMode: request.testMode,
+          commissions,
+        });
+        if (request.type === EventType.PAYMENT && request.externalId) this.#payments.set(key, event);
+        return { event, replayed: false };
+      },
+      getCommission: ({ productId, commissionId }) => ({
+        commission: this.#commissionOrThrow(productId, commissionId),
+      }),
+      listCommissions: ({ productId, status, partnershipId, payoutId, pageSize, pageToken }) => {
+        const matching = [...this.commissions.values()]
+          .filter(
+            (c) =>
+              c.productId === productId &&
+              (status === CommissionStatus.UNSPECIFIED || c.status === status) &&
+              (partnershipId === undefined || c.partnershipId === partnershipId) &&
+              (payoutId === undefined || c.payoutId === payoutId),
+          )
+          .sort((a, b) => b.id.localeCompare(a.id));
+        let offset = 0;
+        if (pageToken) {
+          const match = /^page:(\d+)$/.exec(Buffer.from(pageToken, "base64url").toString());
+          if (!match) {
+            throw toConnectError(
+              DomainError.invalidField("cursor", "Invalid cursor: pass next_cursor from a previous page unchanged"),
+            );
+          }
+          offset = Number(match[1]);
+        }
+        const more = offset + pageSize < matching.length;
+        return {
+          commissions: matching.slice(offset, offset + pageSize),
+          nextPageToken: more ? Buffer.from(`page:${offset + pageSize}`).toString("base64url") : "",
+        };
+      },
+      updateCommission: ({ productId, commissionId, action, reason }) => {
+        const commission = this.#commissionOrThrow(productId, commissionId);
+        if (action === CommissionAction.APPROVE) {
+          if (commission.status !== CommissionStatus.PENDING) {
+            throw new ConnectError(
+              `Only a pending commission can be approved; this one is ${CommissionStatus[commission.status].toLowerCase()}`,
+              Code.FailedPrecondition,
+            );
+          }
+          commission.status = CommissionStatus.APPROVED;
+        } else {
+          const rejectable =
+            commission.status === CommissionStatus.PENDING ||
+            (commission.status === CommissionStatus.APPROVED && commission.payoutId === "");
+          if (!rejectable) {
+            throw new ConnectError(
+              "Only a pending commission, or an approved one not in a payout, can be rejected",
+              Code.FailedPrecondition,
+            );
+          }
+          commission.status = CommissionStatus.REJECTED;
+        }
+        if (reason !== undefined) commission.reason = reason;
+        return { commission };
+      },
+      getStats: ({ period }) => {
+        if (periodDays[period] === undefined) {
+          throw toConnectError(DomainError.invalidField("period", "Period must be 7d, 30d, 90d or 12m"));
+        }
+        return this.stats;
+      },
+      getTimeseries: ({ period }) => {
+        const days = periodDays[period];
+        if (days === undefined) {
+          throw toConnectError(DomainError.invalidField("period", "Period must be 7d, 30d, 90d or 12m"));
+        }
+        const today = Date.UTC(this.now.getUTCFullYear(), this.now.getUTCMonth(), this.now.getUTCDate());
+        return {
+          points: Array.from({ length: days }, (_, i) => ({
+            date: new Date(today - (days - 1 - i) * dayMs).toISOString().slice(0, 10),
+            metrics: metrics(i),
+          })),
+        };
+      },
+      batchGetPartnershipStats: ({ partnershipIds }) => {
+        if (partnershipIds.length > 100) {
+          throw toConnectError(DomainError.invalidField("partnership_ids", "At most 100 ids per call"));
+        }
+        return {
+          stats: Object.fromEntries(
+            partnershipIds.map((id) => [id, this.partnershipStats.get(id) ?? create(PartnershipStatsSchema)]),
+          ),
+        };
+      },
+    };
+  }
+}
