@@ -246,6 +246,8 @@ describe("npm start's launcher", () => {
         LOG_LEVEL: "warn",
       },
       stdio: ["ignore", "ignore", "pipe"],
+      // Its own process group: whatever happens, `finally` can stop the launcher and every service.
+      detached: true,
     });
     let stderr = "";
     child.stderr.on("data", (chunk) => {
@@ -266,7 +268,11 @@ describe("npm start's launcher", () => {
       expect(partnersAfter.stderr).toContain("cannot reach the partners service");
       expect(stderr).toContain("mesh ready");
     } finally {
-      child.kill("SIGKILL");
+      try {
+        process.kill(-(child.pid ?? 0), "SIGKILL");
+      } catch {
+        // Already gone, as it should be.
+      }
     }
   });
 });
