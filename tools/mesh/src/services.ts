@@ -42,6 +42,15 @@ export const services: ServiceDefinition[] = [
     addressEnv: (port) => ({ LEDGER_URL: `http://127.0.0.1:${port}` }),
   },
   {
+    name: "payouts",
+    directory: "services/payouts",
+    migrates: true,
+    protocol: "rpc",
+    defaultPort: 7103,
+    listenEnv: (port, host) => ({ RPC_PORT: String(port), RPC_HOST: host }),
+    addressEnv: (port) => ({ PAYOUTS_URL: `http://127.0.0.1:${port}` }),
+  },
+  {
     name: "gateway",
     directory: "services/gateway",
     migrates: false,

@@ -24,7 +24,7 @@ beforeAll(async () => {
     natsUrl: process.env.NATS_URL ?? "nats://127.0.0.1:4222",
     host: "127.0.0.1",
     port: await freePort(),
-    servicePorts: { partners: partnersPort, ledger: ledgerPort },
+    servicePorts: { partners: partnersPort, ledger: ledgerPort, payouts: await freePort() },
     output: "pipe",
     // A long cache lifetime: only the rotation event can explain an old key's 401.
     env: { EVENTS_NAMESPACE: namespace.namespace, KEY_CACHE_TTL_MS: "600000", LOG_LEVEL: "warn" },
@@ -242,6 +242,7 @@ describe("npm start's launcher", () => {
         PORT: String(port),
         PARTNERS_RPC_PORT: String(partnersPort),
         LEDGER_RPC_PORT: String(ledgerPort),
+        PAYOUTS_RPC_PORT: String(await freePort()),
         EVENTS_NAMESPACE: namespace.namespace,
         LOG_LEVEL: "warn",
       },

@@ -56,7 +56,7 @@ beforeAll(async () => {
     natsUrl: process.env.NATS_URL ?? "nats://127.0.0.1:4222",
     host: "127.0.0.1",
     port: await freePort(),
-    servicePorts: { partners: await freePort(), ledger: await freePort() },
+    servicePorts: { partners: await freePort(), ledger: await freePort(), payouts: await freePort() },
     output: "pipe",
     env: {
       EVENTS_NAMESPACE: namespace.namespace,

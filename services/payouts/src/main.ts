@@ -1,0 +1,106 @@
+/** The payouts process: config -> connections -> RPC server, refund consumer, outbox relay, draft recovery, schedule -> close on SIGTERM. */
+
+import {
+  connectNats,
+  createLogger,
+  createRpcTransport,
+  createSql,
+  ensureStream,
+  onShutdown,
+  PageTokens,
+  startOutboxRelay,
+  startRpcServer,
+} from "@affiliate/platform";
+import { LedgerService } from "@affiliate/proto/ledger";
+import { PartnersAdminService, PartnersService } from "@affiliate/proto/partners";
+import { createClient } from "@connectrpc/connect";
+import { loadPayoutsConfig } from "./config.js";
+import { finishDrafts, type PayoutDeps } from "./domain/finish-drafts.js";
+import { runScheduledGeneration } from "./domain/scheduled-generation.js";
+import { consumeCommissionRefunds } from "./events/commission-refunded.js";
+import { ledgerOver, partnersOver } from "./rpc/downstream.js";
+import { routes, schema } from "./server.js";
+
+const config = loadPayoutsConfig();
+const logger = createLogger("payouts", config.LOG_LEVEL);
+const sql = createSql(config.DATABASE_URL, { schema, max: config.DATABASE_POOL_SIZE, applicationName: "payouts" });
+const nats = await connectNats(config.NATS_URL, "payouts");
+const jsm = await nats.jetstreamManager();
+await ensureStream(jsm, { service: "payouts", namespace: config.EVENTS_NAMESPACE });
+// The ledger may start after us; its stream's definition is shared (platform ensureStream).
+await ensureStream(jsm, { service: "ledger", namespace: config.EVENTS_NAMESPACE });
+const relay = startOutboxRelay({ sql, js: nats.jetstream(), schema, namespace: config.EVENTS_NAMESPACE, logger });
+
+const partnersTransport = createRpcTransport(config.PARTNERS_URL);
+const deps: PayoutDeps = {
+  sql,
+  ledger: ledgerOver(createClient(LedgerService, createRpcTransport(config.LEDGER_URL))),
+  partners: partnersOver(
+    createClient(PartnersService, partnersTransport),
+    createClient(PartnersAdminService, partnersTransport),
+  ),
+  logger,
+  clock: () => new Date(),
+};
+
+const refunds = await consumeCommissionRefunds({
+  sql,
+  js: nats.jetstream(),
+  jsm,
+  namespace: config.EVENTS_NAMESPACE,
+  logger,
+});
+
+/** Runs `job` every `everyMs`, never two at once; failures are logged and retried next time. */
+function every(name: string, everyMs: number, job: () => Promise<unknown>) {
+  let running: Promise<unknown> | undefined;
+  const tick = () => {
+    if (running) return;
+    running = job()
+      .catch((error: unknown) => logger.warn({ err: error, job: name }, "background job failed; will retry"))
+      .finally(() => {
+        running = undefined;
+      });
+  };
+  const timer = setInterval(tick, everyMs);
+  tick();
+  return async () => {
+    clearInterval(timer);
+    await running;
+  };
+}
+
+// Generations that stopped between claiming and finishing (contract 8, recovery).
+const stopRecovery = every("draft recovery", 30_000, async () => {
+  const finished = await finishDrafts(deps);
+  if (finished > 0) logger.info({ finished }, "payout drafts recovered");
+});
+const stopSchedule =
+  config.PAYOUT_INTERVAL_MS > 0
+    ? every("payout schedule", Math.min(config.PAYOUT_INTERVAL_MS, 60_000), async () => {
+        const created = await runScheduledGeneration(deps, config.PAYOUT_INTERVAL_MS);
+        if (created !== undefined) logger.info({ created }, "scheduled payout generation ran");
+      })
+    : async () => {};
+
+const server = await startRpcServer({
+  port: config.RPC_PORT,
+  host: config.RPC_HOST,
+  logger,
+  routes: routes({ ...deps, pageTokens: new PageTokens(config.PAGE_TOKEN_SECRET) }),
+  readiness: async () => {
+    if (nats.isClosed()) return false;
+    await sql`select 1`;
+    return true;
+  },
+});
+
+onShutdown(logger, [
+  ["rpc server", () => server.close()],
+  ["payout schedule", stopSchedule],
+  ["draft recovery", stopRecovery],
+  ["refund consumer", () => refunds.stop()],
+  ["outbox relay", () => relay.stop()],
+  ["nats", () => nats.drain()],
+  ["database", () => sql.end({ timeout: 5 })],
+]);

@@ -1,0 +1,57 @@
+import type { LedgerService } from "@affiliate/proto/ledger";
+import { type PartnersAdminService, PartnershipStatus, type PartnersService } from "@affiliate/proto/partners";
+import type { Client } from "@connectrpc/connect";
+import type { Ledger, Partners } from "../domain/ports.js";
+
+/** The ledger's payout RPCs in the domain's words. */
+export function ledgerOver(client: Client<typeof LedgerService>): Ledger {
+  return {
+    async listPayableBalances(productId) {
+      const { balances } = await client.listPayableBalances({ productId });
+      return balances.map((b) => ({
+        partnershipId: b.partnershipId,
+        amountCents: Number(b.amountCents),
+        commissionCount: Number(b.commissionCount),
+      }));
+    },
+    async claimCommissions(productId, partnershipId, payoutId) {
+      const { commissions } = await client.claimCommissions({ productId, partnershipId, payoutId });
+      return commissions.map((c) => ({ commissionId: c.commissionId, amountCents: Number(c.amountCents) }));
+    },
+    async releaseCommissions(productId, payoutId) {
+      await client.releaseCommissions({ productId, payoutId });
+    },
+  };
+}
+
+/** BatchGetPartnerships takes at most this many ids per call. */
+const batchSize = 100;
+
+/** Partners' program and partnership reads in the domain's words. */
+export function partnersOver(
+  client: Client<typeof PartnersService>,
+  admin: Client<typeof PartnersAdminService>,
+): Partners {
+  return {
+    async payoutMinimumCents(productId) {
+      const { program } = await client.getProgram({ productId });
+      if (!program) throw new Error(`partners returned no program for product ${productId}`);
+      return Number(program.payoutMinimumCents);
+    },
+    async activePartnerships(productId, partnershipIds) {
+      const active = new Set<string>();
+      for (let start = 0; start < partnershipIds.length; start += batchSize) {
+        const { partnerships } = await client.batchGetPartnerships({
+          productId,
+          partnershipIds: partnershipIds.slice(start, start + batchSize),
+        });
+        for (const p of partnerships) if (p.status === PartnershipStatus.ACTIVE) active.add(p.id);
+      }
+      return active;
+    },
+    async listProductIds() {
+      const { products } = await admin.listProducts({});
+      return products.map((p) => p.id);
+    },
+  };
+}

@@ -1,0 +1,46 @@
+import {
+  PayoutAction as PayoutActionProto,
+  type Payout as PayoutProto,
+  PayoutSchema,
+  PayoutStatus as PayoutStatusProto,
+} from "@affiliate/proto/payouts";
+import { create } from "@bufbuild/protobuf";
+import { timestampFromDate } from "@bufbuild/protobuf/wkt";
+import type { Payout, PayoutAction, PayoutStatus } from "../domain/types.js";
+
+export const payoutStatusToProto: Record<PayoutStatus, PayoutStatusProto> = {
+  pending: PayoutStatusProto.PENDING,
+  approved: PayoutStatusProto.APPROVED,
+  failed: PayoutStatusProto.FAILED,
+  processing: PayoutStatusProto.PROCESSING,
+  completed: PayoutStatusProto.COMPLETED,
+};
+
+export const payoutActionToProto: Record<PayoutAction, PayoutActionProto> = {
+  approve: PayoutActionProto.APPROVE,
+  reject: PayoutActionProto.REJECT,
+  mark_paid: PayoutActionProto.MARK_PAID,
+  mark_failed: PayoutActionProto.MARK_FAILED,
+};
+
+/** The domain value of a proto enum, by reverse lookup; undefined for UNSPECIFIED or unknown. */
+export function fromProtoEnum<D extends string, P extends number>(table: Record<D, P>, value: P): D | undefined {
+  return (Object.keys(table) as D[]).find((key) => table[key] === value);
+}
+
+export function payoutToProto(p: Payout): PayoutProto {
+  return create(PayoutSchema, {
+    id: p.id,
+    productId: p.productId,
+    partnershipId: p.partnershipId,
+    status: payoutStatusToProto[p.status],
+    amountCents: BigInt(p.amountCents),
+    adjustmentCents: BigInt(p.adjustmentCents),
+    commissionCount: BigInt(p.commissionCount),
+    createdAt: timestampFromDate(p.createdAt),
+    approvedAt: p.approvedAt ? timestampFromDate(p.approvedAt) : undefined,
+    paidAt: p.paidAt ? timestampFromDate(p.paidAt) : undefined,
+    gatewayTransferId: p.gatewayTransferId ?? "",
+    failureReason: p.failureReason ?? "",
+  });
+}

@@ -1,0 +1,55 @@
+import { DomainError, type PageTokens } from "@affiliate/platform";
+import { PayoutAction as PayoutActionProto, PayoutStatus, type PayoutsService } from "@affiliate/proto/payouts";
+import type { ServiceImpl } from "@connectrpc/connect";
+import type { PayoutDeps } from "../domain/finish-drafts.js";
+import { generatePayouts } from "../domain/generate-payouts.js";
+import { listPayoutsPage } from "../domain/list-payouts.js";
+import { updatePayout } from "../domain/update-payout.js";
+import { getPayoutOrThrow } from "../store/payouts.js";
+import { fromProtoEnum, payoutActionToProto, payoutStatusToProto, payoutToProto } from "./mappers.js";
+
+export interface PayoutsServiceDeps extends PayoutDeps {
+  pageTokens: PageTokens;
+}
+
+/** Thin handlers: decode, call one use case, encode. */
+export function createPayoutsService(deps: PayoutsServiceDeps): ServiceImpl<typeof PayoutsService> {
+  const { sql, pageTokens, clock } = deps;
+  return {
+    async generatePayouts(req) {
+      const payouts = await generatePayouts(deps, req.productId);
+      return { payouts: payouts.map(payoutToProto) };
+    },
+
+    async listPayouts(req) {
+      const status =
+        req.status === PayoutStatus.UNSPECIFIED ? undefined : fromProtoEnum(payoutStatusToProto, req.status);
+      if (req.status !== PayoutStatus.UNSPECIFIED && !status)
+        throw DomainError.invalidField("status", "Unknown status");
+      const page = await listPayoutsPage(sql, pageTokens, {
+        productId: req.productId,
+        status,
+        partnershipId: req.partnershipId,
+        pageSize: req.pageSize,
+        pageToken: req.pageToken,
+      });
+      return { payouts: page.payouts.map(payoutToProto), nextPageToken: page.nextPageToken };
+    },
+
+    async getPayout(req) {
+      return { payout: payoutToProto(await getPayoutOrThrow(sql, req.productId, req.payoutId)) };
+    },
+
+    async updatePayout(req) {
+      const action =
+        req.action === PayoutActionProto.UNSPECIFIED ? undefined : fromProtoEnum(payoutActionToProto, req.action);
+      if (!action) throw DomainError.invalidField("action", "Action must be approve, reject, mark_paid or mark_failed");
+      const result = await updatePayout(sql, req.productId, req.payoutId, {
+        action,
+        reference: req.reference,
+        now: clock(),
+      });
+      return { payout: payoutToProto(result.payout), deleted: result.deleted };
+    },
+  };
+}
