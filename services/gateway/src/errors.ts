@@ -1,4 +1,4 @@
-import { fieldErrorsOf } from "@affiliate/platform";
+import { errorInfoOf, fieldErrorsOf } from "@affiliate/platform";
 import { Code, ConnectError } from "@connectrpc/connect";
 import type { FastifyError, FastifyReply, FastifyRequest } from "fastify";
 import { z } from "zod";
@@ -52,7 +52,8 @@ export const unavailableRetryAfterSeconds = 1;
 export const httpStatusOfCode: Partial<Record<Code, number>> = {
   [Code.InvalidArgument]: 400,
   [Code.FailedPrecondition]: 400,
-  [Code.OutOfRange]: 400,
+  // Only a refund amount outside what the payment allows (spec 4.9, 7) uses it.
+  [Code.OutOfRange]: 422,
   [Code.Unauthenticated]: 401,
   [Code.PermissionDenied]: 403,
   [Code.NotFound]: 404,
@@ -64,7 +65,12 @@ export const httpStatusOfCode: Partial<Record<Code, number>> = {
   [Code.Canceled]: 503,
 };
 
-/** The answer for an error a service returned over RPC. */
+/**
+ * The answer for an error a service returned over RPC. A FieldViolations detail on
+ * INVALID_ARGUMENT is the validation envelope; an ErrorInfo detail puts its public details beside
+ * the service's message (`{ error, details }`, details left out when empty); otherwise the body
+ * is the service's message alone.
+ */
 export function httpErrorOfConnect(error: ConnectError): HttpError | undefined {
   const status = httpStatusOfCode[error.code];
   if (status === undefined) return undefined;
@@ -76,6 +82,8 @@ export function httpErrorOfConnect(error: ConnectError): HttpError | undefined {
     const violations = fieldErrorsOf(error);
     if (violations) return HttpError.validation(violations);
   }
+  const details = errorInfoOf(error)?.details;
+  if (details && Object.keys(details).length > 0) return new HttpError(status, { error: error.rawMessage, details });
   return new HttpError(status, { error: error.rawMessage });
 }
 

@@ -1,6 +1,7 @@
 import { connectNats, createLogger, createRpcTransport, onShutdown } from "@affiliate/platform";
 import { LedgerService } from "@affiliate/proto/ledger";
 import { PartnersService } from "@affiliate/proto/partners";
+import { PayoutsService } from "@affiliate/proto/payouts";
 import { createClient } from "@connectrpc/connect";
 import { authenticateWith, KeyCache } from "./auth/key-cache.js";
 import { startKeyEvictions } from "./auth/key-evictions.js";
@@ -13,8 +14,10 @@ const logger = createLogger("gateway", config.LOG_LEVEL);
 
 const partnersTransport = createRpcTransport(config.PARTNERS_URL);
 const ledgerTransport = createRpcTransport(config.LEDGER_URL);
+const payoutsTransport = createRpcTransport(config.PAYOUTS_URL);
 const partners = createClient(PartnersService, partnersTransport);
 const ledger = createClient(LedgerService, ledgerTransport);
+const payouts = createClient(PayoutsService, payoutsTransport);
 const keyCache = new KeyCache({ resolve: authenticateWith(partners), ttlMs: config.KEY_CACHE_TTL_MS });
 const evictions = startKeyEvictions({
   connect: () => connectNats(config.NATS_URL, "gateway"),
@@ -23,8 +26,8 @@ const evictions = startKeyEvictions({
   logger,
 });
 
-const ready = gatewayReadiness({ partners: partnersTransport, ledger: ledgerTransport });
-const app = buildServer({ partners, ledger, ready, logger, config, keyCache });
+const ready = gatewayReadiness({ partners: partnersTransport, ledger: ledgerTransport, payouts: payoutsTransport });
+const app = buildServer({ partners, ledger, payouts, ready, logger, config, keyCache });
 await app.listen({ port: config.PORT, host: config.HOST });
 
 onShutdown(logger, [

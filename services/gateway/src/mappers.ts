@@ -6,6 +6,7 @@ import {
   type GetTimeseriesResponse,
   type Metrics,
   Period,
+  type RefundResult,
   type TrackedEvent,
 } from "@affiliate/proto/ledger";
 import {
@@ -16,6 +17,7 @@ import {
   type RegisterAffiliateResponse,
   RegistrationOutcome,
 } from "@affiliate/proto/partners";
+import { type Payout, PayoutStatus } from "@affiliate/proto/payouts";
 import { timestampDate, timestampFromDate } from "@bufbuild/protobuf/wkt";
 import type {
   BulkAction,
@@ -26,7 +28,9 @@ import type {
 } from "./schemas/affiliates.js";
 import type { PublicCommission, PublicCommissionStatus } from "./schemas/commissions.js";
 import type { PublicPartnershipStatus } from "./schemas/common.js";
+import type { PublicPayout, PublicPayoutStatus } from "./schemas/payouts.js";
 import type { PublicProgram } from "./schemas/program.js";
+import type { PublicRefundResult } from "./schemas/refunds.js";
 import type { PublicPeriod, PublicStats, PublicTimeseriesPoint } from "./schemas/stats.js";
 import type { PublicEventType, PublicTrackedEvent, TrackEventBody } from "./schemas/tracking.js";
 import type { PartnershipFigures, PartnershipStats } from "./stats-source.js";
@@ -300,4 +304,79 @@ export function toPublicStats(period: PublicPeriod, stats: GetStatsResponse, act
 
 export function toPublicTimeseries(response: GetTimeseriesResponse): PublicTimeseriesPoint[] {
   return response.points.map((point) => ({ date: point.date, ...toPublicMetrics(point.metrics) }));
+}
+
+/** The spec 4.9 refund answer of the ledger's result (the payment's level-1 commission). */
+export function toPublicRefund(result: RefundResult | undefined): PublicRefundResult {
+  const refund = required(result, "refund result", "ledger");
+  return {
+    commission_id: refund.commissionId,
+    partnership_id: refund.partnershipId,
+    payment_amount_cents: Number(refund.paymentAmountCents),
+    refund_amount_cents: Number(refund.refundAmountCents),
+    previous_commission_cents: Number(refund.previousCommissionCents),
+    new_commission_cents: Number(refund.newCommissionCents),
+    status: commissionStatusName(refund.status),
+    fully_refunded: refund.fullyRefunded,
+  };
+}
+
+const payoutStatusNames: Record<PayoutStatus, PublicPayoutStatus | undefined> = {
+  [PayoutStatus.UNSPECIFIED]: undefined,
+  [PayoutStatus.PENDING]: "pending",
+  [PayoutStatus.APPROVED]: "approved",
+  [PayoutStatus.FAILED]: "failed",
+  [PayoutStatus.PROCESSING]: "processing",
+  [PayoutStatus.COMPLETED]: "completed",
+};
+
+const payoutStatusValues: Record<PublicPayoutStatus, PayoutStatus> = {
+  pending: PayoutStatus.PENDING,
+  approved: PayoutStatus.APPROVED,
+  failed: PayoutStatus.FAILED,
+  processing: PayoutStatus.PROCESSING,
+  completed: PayoutStatus.COMPLETED,
+};
+
+export function payoutStatusName(status: PayoutStatus): PublicPayoutStatus {
+  const name = payoutStatusNames[status];
+  if (!name) throw new ContractViolation(`payout status ${status} has no public name`);
+  return name;
+}
+
+export function payoutStatusValue(name: PublicPayoutStatus): PayoutStatus {
+  return payoutStatusValues[name];
+}
+
+/** The payout of a payouts response that always carries one. */
+export function payoutOf(response: { payout?: Payout }): Payout {
+  return required(response.payout, "payout", "payouts");
+}
+
+/**
+ * A payout in contract section 8's shape: the payouts service's record with its affiliate, which
+ * partners supplies (the partnership's profile). `deleted` (a reject) answers status `rejected`.
+ */
+export function toPublicPayout(
+  payout: Payout,
+  partnership: Partnership | undefined,
+  { deleted = false }: { deleted?: boolean } = {},
+): PublicPayout {
+  const found = required(partnership, `partnership ${payout.partnershipId} of payout ${payout.id}`);
+  const affiliate = required(found.affiliate, "partnership.affiliate");
+  const time = (value: Parameters<typeof timestampDate>[0] | undefined) =>
+    value === undefined ? null : timestampDate(value).toISOString();
+  return {
+    id: payout.id,
+    status: deleted ? "rejected" : payoutStatusName(payout.status),
+    amount_cents: Number(payout.amountCents),
+    adjustment_cents: Number(payout.adjustmentCents),
+    partnership_id: payout.partnershipId,
+    affiliate: { id: affiliate.id, email: affiliate.email, name: affiliate.name },
+    commission_count: Number(payout.commissionCount),
+    created_at: timestampDate(required(payout.createdAt, "payout.created_at", "payouts")).toISOString(),
+    approved_at: time(payout.approvedAt),
+    paid_at: time(payout.paidAt),
+    gateway_transfer_id: payout.gatewayTransferId || null,
+  };
 }

@@ -3,7 +3,9 @@ import { opsPaths } from "./routes/ops.js";
 import { trackingPaths } from "./routes/tracking.js";
 import { affiliatesPaths } from "./routes/v1/affiliates.js";
 import { commissionsPaths } from "./routes/v1/commissions.js";
+import { payoutsPaths } from "./routes/v1/payouts.js";
 import { programPaths } from "./routes/v1/program.js";
+import { refundsPaths } from "./routes/v1/refunds.js";
 import { statsPaths } from "./routes/v1/stats.js";
 import { affiliateRegistrationSchema } from "./schemas/affiliates.js";
 
@@ -13,10 +15,11 @@ Every /api/v1 request carries the product's secret key in \`x-api-key\` (test-mo
 refused with 403). The tracking endpoint, \`POST /events\`, takes the live key or the test key; a test key
 selects sandbox mode there. Reads wrap their payload in \`data\`; registration answers are not wrapped.
 Errors are \`{ error, details? }\`; validation failures are \`{ error: "Validation failed", details: {
-formErrors, fieldErrors } }\`. The one exception: an invalid stats \`period\` answers 400 \`{ data: { error }
-}\`. Lists are newest first and cursor-paginated; iterate until \`has_more\` is false. Requests are
-rate-limited per key (429 with Retry-After); an unreachable service behind the gateway answers 503 with
-Retry-After. Every response carries \`x-request-id\`.`;
+formErrors, fieldErrors } }\`; an error with a machine-readable cause carries it in \`details\` (e.g. the 409
+of an already refunded payment names its \`commission_id\`). The one exception: an invalid stats \`period\`
+answers 400 \`{ data: { error } }\`. Lists are newest first and cursor-paginated; iterate until \`has_more\`
+is false. Requests are rate-limited per key (429 with Retry-After); an unreachable service behind the gateway
+answers 503 with Retry-After. Every response carries \`x-request-id\`.`;
 
 let document: oas31.OpenAPIObject | undefined;
 
@@ -33,6 +36,8 @@ export function openApiDocument(): oas31.OpenAPIObject {
       { name: "Tracking", description: "Clicks, signups and payments; live or sandbox" },
       { name: "Affiliates", description: "Affiliates and their partnerships in the program" },
       { name: "Commissions", description: "What affiliates earned, per payment and level" },
+      { name: "Refunds", description: "Refunds of tracked payments: commissions voided or scaled down" },
+      { name: "Payouts", description: "Approved commissions bundled into transfers to affiliates" },
       { name: "Stats", description: "The program's KPIs and daily series" },
       { name: "Program", description: "The program's settings" },
       { name: "Operations", description: "Probes and documentation; no key needed" },
@@ -50,7 +55,16 @@ export function openApiDocument(): oas31.OpenAPIObject {
       // Bulk entries are validated one by one, so the bulk body references this schema by name.
       schemas: { AffiliateRegistration: affiliateRegistrationSchema },
     },
-    paths: { ...trackingPaths, ...affiliatesPaths, ...commissionsPaths, ...statsPaths, ...programPaths, ...opsPaths },
+    paths: {
+      ...trackingPaths,
+      ...affiliatesPaths,
+      ...commissionsPaths,
+      ...refundsPaths,
+      ...payoutsPaths,
+      ...statsPaths,
+      ...programPaths,
+      ...opsPaths,
+    },
   });
   return document;
 }

@@ -3,6 +3,7 @@ import type { IncomingMessage } from "node:http";
 import type { Logger } from "@affiliate/platform";
 import type { LedgerService } from "@affiliate/proto/ledger";
 import type { PartnersService } from "@affiliate/proto/partners";
+import type { PayoutsService } from "@affiliate/proto/payouts";
 import type { Client } from "@connectrpc/connect";
 import rateLimit from "@fastify/rate-limit";
 import { trace } from "@opentelemetry/api";
@@ -17,13 +18,16 @@ import { opsRoutes, type ReadinessCheck } from "./routes/ops.js";
 import { trackingRoutes } from "./routes/tracking.js";
 import { affiliatesRoutes } from "./routes/v1/affiliates.js";
 import { commissionsRoutes } from "./routes/v1/commissions.js";
+import { payoutsRoutes } from "./routes/v1/payouts.js";
 import { programRoutes } from "./routes/v1/program.js";
+import { refundsRoutes } from "./routes/v1/refunds.js";
 import { statsRoutes } from "./routes/v1/stats.js";
 import { ledgerStats, type PartnershipStatsSource } from "./stats-source.js";
 
 export interface GatewayDeps {
   partners: Client<typeof PartnersService>;
   ledger: Client<typeof LedgerService>;
+  payouts: Client<typeof PayoutsService>;
   /** Which services the gateway calls are not ready (GET /readyz). */
   ready: ReadinessCheck;
   logger: Logger;
@@ -104,7 +108,7 @@ export function buildServer(deps: GatewayDeps): FastifyInstance {
 
   app.register(opsRoutes, { ready: deps.ready, document: openApiDocument() });
 
-  const { partners, ledger } = deps;
+  const { partners, ledger, payouts } = deps;
   const directory = partnersDirectory(partners);
   const stats = deps.stats ?? ledgerStats(ledger);
 
@@ -120,6 +124,8 @@ export function buildServer(deps: GatewayDeps): FastifyInstance {
       await guard(v1, deps.keyCache, "management", deps.config.RATE_LIMIT_PER_MINUTE);
       await v1.register(affiliatesRoutes, { partners, stats });
       await v1.register(commissionsRoutes, { ledger, directory });
+      await v1.register(refundsRoutes, { ledger });
+      await v1.register(payoutsRoutes, { payouts, directory });
       await v1.register(programRoutes, { partners });
       await v1.register(statsRoutes, { ledger, directory });
     },

@@ -110,10 +110,28 @@ describe("services behind the gateway", () => {
       ["GET", "/api/v1/commissions", undefined],
       ["GET", "/api/v1/commissions/com_1", undefined],
       ["PATCH", "/api/v1/commissions/com_1", { action: "approve" }],
+      ["POST", "/api/v1/refunds", { commission_id: "com_1" }],
       ["GET", "/api/v1/stats", undefined],
       ["GET", "/api/v1/stats/timeseries", undefined],
       ["GET", "/api/v1/affiliates", undefined],
       ["GET", `/api/v1/affiliates/${jane.id}`, undefined],
+    ] as const;
+    for (const [method, url, body] of routes) {
+      const response = await call(method, url, body === undefined ? {} : { body });
+      expect(response.statusCode, `${method} ${url}`).toBe(503);
+      expect(response.headers["retry-after"], url).toBe("1");
+      expect(expectBody(errorSchema, response.json())).toEqual({ error: "Service temporarily unavailable" });
+    }
+  });
+
+  it("answers 503 with Retry-After on every payouts route when nothing listens at payouts' address", async () => {
+    const payoutsTransport = createRpcTransport(`http://127.0.0.1:${await closedPort()}`, { timeoutMs: 2000 });
+    const { call } = createGateway({ payoutsTransport });
+    const routes = [
+      ["POST", "/api/v1/payouts/generate", undefined],
+      ["GET", "/api/v1/payouts", undefined],
+      ["GET", "/api/v1/payouts/po_1", undefined],
+      ["PATCH", "/api/v1/payouts/po_1", { action: "approve" }],
     ] as const;
     for (const [method, url, body] of routes) {
       const response = await call(method, url, body === undefined ? {} : { body });

@@ -1,4 +1,10 @@
-import { CommissionSchema, CommissionStatus, EventType, TrackedEventSchema } from "@affiliate/proto/ledger";
+import {
+  CommissionSchema,
+  CommissionStatus,
+  EventType,
+  RefundResultSchema,
+  TrackedEventSchema,
+} from "@affiliate/proto/ledger";
 import {
   BulkRegistrationResultSchema,
   PartnershipSchema,
@@ -6,23 +12,30 @@ import {
   ProgramSchema,
   RegistrationOutcome,
 } from "@affiliate/proto/partners";
+import { PayoutSchema, PayoutStatus } from "@affiliate/proto/payouts";
 import { create } from "@bufbuild/protobuf";
 import { describe, expect, it } from "vitest";
 import { z } from "zod";
 import { gatewayConfigShape, loadGatewayConfig } from "../src/config.js";
 import {
   ContractViolation,
+  payoutStatusName,
+  payoutStatusValue,
   statusName,
   toBulkResult,
   toPublicCommission,
   toPublicPartnership,
+  toPublicPayout,
   toPublicProgram,
+  toPublicRefund,
   toPublicTrackedEvent,
   toRegistrationBody,
 } from "../src/mappers.js";
 import { partnershipSchema } from "../src/schemas/affiliates.js";
 import { commissionSchema } from "../src/schemas/commissions.js";
+import { payoutSchema, payoutStatusSchema } from "../src/schemas/payouts.js";
 import { programSchema } from "../src/schemas/program.js";
+import { refundResultSchema } from "../src/schemas/refunds.js";
 import { trackedEventSchema } from "../src/schemas/tracking.js";
 import { expectBody } from "./support/harness.js";
 
@@ -161,6 +174,85 @@ describe("ledger mappers", () => {
   });
 });
 
+const payout = create(PayoutSchema, {
+  id: "po_1",
+  productId: "prd_1",
+  partnershipId: "ptn_1",
+  status: PayoutStatus.COMPLETED,
+  amountCents: 9_007_199_254_740_991n,
+  adjustmentCents: -250n,
+  commissionCount: 7n,
+  createdAt: { seconds: 1_735_787_045n, nanos: 678_000_000 },
+  approvedAt: { seconds: 1_735_787_046n, nanos: 0 },
+  paidAt: { seconds: 1_735_787_047n, nanos: 5_000_000 },
+  gatewayTransferId: "tr_1",
+  failureReason: "never shown",
+});
+
+describe("payout and refund mappers", () => {
+  it("writes a payout in contract 8's fields, with the affiliate from the partnership", () => {
+    expect(expectBody(payoutSchema, toPublicPayout(payout, partnership))).toEqual({
+      id: "po_1",
+      status: "completed",
+      amount_cents: Number.MAX_SAFE_INTEGER,
+      adjustment_cents: -250,
+      partnership_id: "ptn_1",
+      affiliate: { id: "aff_1", email: "a@example.com", name: "A" },
+      commission_count: 7,
+      created_at: "2025-01-02T03:04:05.678Z",
+      approved_at: "2025-01-02T03:04:06.000Z",
+      paid_at: "2025-01-02T03:04:07.005Z",
+      gateway_transfer_id: "tr_1",
+    });
+    const fresh = create(PayoutSchema, { ...payout, approvedAt: undefined, paidAt: undefined, gatewayTransferId: "" });
+    expect(toPublicPayout(fresh, partnership)).toMatchObject({
+      approved_at: null,
+      paid_at: null,
+      gateway_transfer_id: null,
+    });
+    expect(toPublicPayout(payout, partnership, { deleted: true }).status).toBe("rejected");
+  });
+
+  it("names every payout status both ways", () => {
+    for (const name of payoutStatusSchema.options) expect(payoutStatusName(payoutStatusValue(name))).toBe(name);
+  });
+
+  it("refuses a payout without its partnership, status or creation time", () => {
+    expect(() => toPublicPayout(payout, undefined)).toThrow(ContractViolation);
+    const unspecified = create(PayoutSchema, { ...payout, status: PayoutStatus.UNSPECIFIED });
+    expect(() => toPublicPayout(unspecified, partnership)).toThrow(ContractViolation);
+    const timeless = create(PayoutSchema, { ...payout, createdAt: undefined });
+    expect(() => toPublicPayout(timeless, partnership)).toThrow(ContractViolation);
+  });
+
+  it("writes a refund result in spec 4.9's fields and refuses a missing one", () => {
+    const result = create(RefundResultSchema, {
+      commissionId: "com_1",
+      partnershipId: "ptn_1",
+      paymentAmountCents: 10_000n,
+      refundAmountCents: 2_500n,
+      previousCommissionCents: 2_000n,
+      newCommissionCents: 1_500n,
+      status: CommissionStatus.PAID,
+      fullyRefunded: false,
+    });
+    expect(expectBody(refundResultSchema, toPublicRefund(result))).toEqual({
+      commission_id: "com_1",
+      partnership_id: "ptn_1",
+      payment_amount_cents: 10_000,
+      refund_amount_cents: 2_500,
+      previous_commission_cents: 2_000,
+      new_commission_cents: 1_500,
+      status: "paid",
+      fully_refunded: false,
+    });
+    expect(() => toPublicRefund(undefined)).toThrow(ContractViolation);
+    expect(() =>
+      toPublicRefund(create(RefundResultSchema, { ...result, status: CommissionStatus.UNSPECIFIED })),
+    ).toThrow(ContractViolation);
+  });
+});
+
 describe("configuration", () => {
   it("has the contract's defaults", () => {
     expect(loadGatewayConfig({})).toMatchObject({
@@ -168,6 +260,7 @@ describe("configuration", () => {
       HOST: "127.0.0.1",
       PARTNERS_URL: "http://127.0.0.1:7101",
       LEDGER_URL: "http://127.0.0.1:7102",
+      PAYOUTS_URL: "http://127.0.0.1:7103",
       NATS_URL: "nats://127.0.0.1:4222",
       EVENTS_NAMESPACE: "",
       RATE_LIMIT_PER_MINUTE: 6000,
@@ -182,6 +275,14 @@ describe("configuration", () => {
     );
     const parsed = z.object(gatewayConfigShape).safeParse({ LEDGER_URL: "not a url" });
     expect(parsed.error?.issues.map((issue) => issue.path)).toEqual([["LEDGER_URL"]]);
+  });
+
+  it("reads payouts' address from PAYOUTS_URL and refuses one that is not a URL", () => {
+    expect(loadGatewayConfig({ PAYOUTS_URL: "http://payouts.internal:9100" }).PAYOUTS_URL).toBe(
+      "http://payouts.internal:9100",
+    );
+    const parsed = z.object(gatewayConfigShape).safeParse({ PAYOUTS_URL: "payouts" });
+    expect(parsed.error?.issues.map((issue) => issue.path)).toEqual([["PAYOUTS_URL"]]);
   });
 
   it("reads numbers from the environment", () => {

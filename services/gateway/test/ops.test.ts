@@ -35,20 +35,30 @@ describe("probes", () => {
     expect(response.headers["retry-after"]).toBe("1");
   });
 
-  it("is ready only when partners AND the ledger answer SERVING", async () => {
+  it("is ready only when partners, the ledger AND payouts answer SERVING", async () => {
     const serving = healthTransport(() => HealthCheckResponse_ServingStatus.SERVING);
     const notServing = healthTransport(() => HealthCheckResponse_ServingStatus.NOT_SERVING);
     const down = healthTransport(() => Promise.reject(new ConnectError("down", Code.Unavailable)));
-    const readiness = (partners: Transport, ledger: Transport) => gatewayReadiness({ partners, ledger })();
-    expect(await readiness(serving, serving)).toEqual([]);
-    expect(await readiness(serving, notServing)).toEqual(["ledger"]);
-    expect(await readiness(down, serving)).toEqual(["partners"]);
-    expect(await readiness(notServing, down)).toEqual(["partners", "ledger"]);
+    const readiness = (partners: Transport, ledger: Transport, payouts: Transport) =>
+      gatewayReadiness({ partners, ledger, payouts })();
+    expect(await readiness(serving, serving, serving)).toEqual([]);
+    expect(await readiness(serving, notServing, serving)).toEqual(["ledger"]);
+    expect(await readiness(down, serving, serving)).toEqual(["partners"]);
+    expect(await readiness(serving, serving, notServing)).toEqual(["payouts"]);
+    expect(await readiness(serving, serving, down)).toEqual(["payouts"]);
+    expect(await readiness(notServing, down, down)).toEqual(["partners", "ledger", "payouts"]);
 
-    const { call } = createGateway({ ready: gatewayReadiness({ partners: serving, ledger: down }) });
+    const { call } = createGateway({ ready: gatewayReadiness({ partners: serving, ledger: down, payouts: serving }) });
     const response = await call("GET", "/readyz", { key: null });
     expect(response.statusCode).toBe(503);
     expect(response.json()).toEqual({ error: "Not ready: ledger" });
+
+    const withoutPayouts = createGateway({
+      ready: gatewayReadiness({ partners: serving, ledger: serving, payouts: down }),
+    });
+    const payoutsDown = await withoutPayouts.call("GET", "/readyz", { key: null });
+    expect(payoutsDown.statusCode).toBe(503);
+    expect(payoutsDown.json()).toEqual({ error: "Not ready: payouts" });
   });
 
   it("counts a check that throws as not ready", async () => {
@@ -201,6 +211,98 @@ describe("documentation", () => {
       "active_affiliates",
       "previous_period",
     ]);
+  });
+
+  it("documents refunds and payouts from the routes' own schemas", async () => {
+    const { call } = createGateway();
+    const document = (await call("GET", "/api/v1/openapi.json", { key: null })).json();
+    expect(Object.keys(document.paths["/api/v1/refunds"])).toEqual(["post"]);
+    expect(Object.keys(document.paths["/api/v1/payouts"])).toEqual(["get"]);
+    expect(Object.keys(document.paths["/api/v1/payouts/generate"])).toEqual(["post"]);
+    expect(Object.keys(document.paths["/api/v1/payouts/{id}"]).sort()).toEqual(["get", "patch"]);
+
+    const refund = document.paths["/api/v1/refunds"].post;
+    expect(refund.parameters).toEqual([
+      expect.objectContaining({
+        in: "header",
+        name: "Idempotency-Key",
+        schema: expect.objectContaining({ minLength: 1, maxLength: 128 }),
+      }),
+    ]);
+    expect(Object.keys(refund.responses).sort()).toEqual(
+      ["200", "400", "401", "403", "404", "409", "413", "415", "422", "429", "503"].sort(),
+    );
+    expect(refund.responses["200"].headers["Idempotent-Replayed"].schema).toMatchObject({ const: "true" });
+    expect(refund.responses["409"].content["application/json"].schema.anyOf).toEqual([
+      { $ref: "#/components/schemas/AlreadyRefundedError" },
+      { $ref: "#/components/schemas/AmbiguousPaymentError" },
+      { $ref: "#/components/schemas/Error" },
+    ]);
+    expect(refund.responses["422"].content["application/json"].schema).toEqual({
+      $ref: "#/components/schemas/RefundOutOfRangeError",
+    });
+    const schemas = document.components.schemas;
+    expect(schemas.AlreadyRefundedError.properties.details.required).toEqual(["commission_id"]);
+    expect(schemas.AmbiguousPaymentError.properties.error).toMatchObject({ const: "ambiguous_payment" });
+    expect(schemas.RefundOutOfRangeError.properties.details.required).toEqual(["payment_amount_cents"]);
+    const body = schemas.RefundRequest;
+    expect(Object.keys(body.properties)).toEqual([
+      "commission_id",
+      "external_id",
+      "email",
+      "payment_amount_cents",
+      "refund_amount_cents",
+      "reason",
+      "idempotency_key",
+    ]);
+    expect(body.required).toBeUndefined();
+    expect(body.properties.reason.maxLength).toBe(500);
+    expect(body.properties.idempotency_key).toMatchObject({ minLength: 1, maxLength: 128 });
+    expect(body.properties.refund_amount_cents.type).toBe("integer");
+    // Any sign: the bounds depend on the payment and are the ledger's 422.
+    expect(body.properties.refund_amount_cents.minimum).toBe(Number.MIN_SAFE_INTEGER);
+    expect(Object.keys(schemas.RefundResult.properties)).toEqual([
+      "commission_id",
+      "partnership_id",
+      "payment_amount_cents",
+      "refund_amount_cents",
+      "previous_commission_cents",
+      "new_commission_cents",
+      "status",
+      "fully_refunded",
+    ]);
+
+    expect(Object.keys(schemas.Payout.properties)).toEqual([
+      "id",
+      "status",
+      "amount_cents",
+      "adjustment_cents",
+      "partnership_id",
+      "affiliate",
+      "commission_count",
+      "created_at",
+      "approved_at",
+      "paid_at",
+      "gateway_transfer_id",
+    ]);
+    expect(schemas.PayoutStatus.enum).toEqual(["pending", "approved", "failed", "processing", "completed"]);
+    expect(schemas.UpdatePayoutRequest.properties.action.enum).toEqual([
+      "approve",
+      "reject",
+      "mark_paid",
+      "mark_failed",
+    ]);
+    expect(schemas.UpdatePayoutRequest.properties.reference.maxLength).toBe(500);
+    const list = document.paths["/api/v1/payouts"].get;
+    expect(list.parameters.map((parameter: { name: string }) => parameter.name)).toEqual([
+      "status",
+      "partnership_id",
+      "cursor",
+      "limit",
+    ]);
+    const patch = document.paths["/api/v1/payouts/{id}"].patch;
+    expect(Object.keys(patch.responses)).toEqual(expect.arrayContaining(["200", "400", "404"]));
+    expect(document.paths["/api/v1/payouts/generate"].post.requestBody.required).toBe(false);
   });
 
   it("renders the document at /docs", async () => {

@@ -39,11 +39,15 @@ export function readinessOf(checks: Record<string, ServiceCheck>): ReadinessChec
   };
 }
 
-/** The gateway's readiness: partners AND the ledger answer SERVING. */
-export function gatewayReadiness(transports: { partners: Transport; ledger: Transport }, timeoutMs = 1000) {
+/** The gateway's readiness: partners, the ledger AND payouts answer SERVING. */
+export function gatewayReadiness(
+  transports: { partners: Transport; ledger: Transport; payouts: Transport },
+  timeoutMs = 1000,
+) {
   return readinessOf({
     partners: serviceHealth(transports.partners, timeoutMs),
     ledger: serviceHealth(transports.ledger, timeoutMs),
+    payouts: serviceHealth(transports.payouts, timeoutMs),
   });
 }
 

@@ -11,6 +11,9 @@ import {
   type PartnershipStats,
   PartnershipStatsSchema,
   Period,
+  type RefundRequest,
+  type RefundResult,
+  RefundResultSchema,
   type TrackedEvent,
   TrackedEventSchema,
 } from "@affiliate/proto/ledger";
@@ -68,6 +71,13 @@ export class FakeLedger {
   /** What GetStats answers, whatever the period. */
   stats = { current: metrics(10), previous: metrics(5), conversionRate: 0.25 };
   readonly #payments = new Map<string, TrackedEvent>();
+  /** A payment's external id -> its level-1 commission id, for refunds by external_id. */
+  readonly externalIds = new Map<string, string>();
+  /** Refunded cents of each payment, by its level-1 commission id. */
+  readonly refunded = new Map<string, bigint>();
+  readonly #originalAmounts = new Map<string, bigint>();
+  /** Completed refunds by product and idempotency key: the fingerprint and the stored result. */
+  readonly #keys = new Map<string, { fingerprint: string; result: RefundResult }>();
   #sequence = 0;
   readonly now = new Date("2025-03-04T05:06:07.890Z");
 
@@ -151,9 +161,127 @@ export class FakeLedger {
     return commission;
   }
 
+  /** The level-1 commission of the payment a refund identifies (the ledger's findPayment). */
+  #paymentOf(request: RefundRequest): Commission {
+    const notFound = () =>
+      toConnectError(new DomainError("not_found", "No payment matches the identifier for this product"));
+    const ofProduct = (id: string | undefined) => {
+      const commission = id === undefined ? undefined : this.commissions.get(id);
+      if (!commission || commission.productId !== request.productId || commission.level !== 1) throw notFound();
+      return commission;
+    };
+    const { identification } = request;
+    switch (identification.case) {
+      case "commissionId":
+        return ofProduct(identification.value);
+      case "externalId":
+        return ofProduct(this.externalIds.get(identification.value));
+      case "emailAndAmount": {
+        const email = identification.value.email.trim().toLowerCase();
+        const matches = [...this.commissions.values()].filter(
+          (c) =>
+            c.productId === request.productId &&
+            c.level === 1 &&
+            c.customerEmail === email &&
+            c.paymentAmountCents === identification.value.paymentAmountCents,
+        );
+        if (matches.length > 1) {
+          throw toConnectError(
+            DomainError.withInfo("already_exists", "ambiguous_payment", {
+              reason: "ambiguous_payment",
+              details: { message: "The email and amount match several payments" },
+            }),
+          );
+        }
+        return ofProduct(matches[0]?.id);
+      }
+      default:
+        throw toConnectError(DomainError.invalidField("identification", "Required"));
+    }
+  }
+
+  /** Spec 4.9 and 3.1, simplified to the level-1 commission; amounts from the cumulative total. */
+  #refund(request: RefundRequest): RefundResult {
+    const commission = this.#paymentOf(request);
+    const payment = commission.paymentAmountCents;
+    const refunded = this.refunded.get(commission.id) ?? 0n;
+    const remaining = payment - refunded;
+    if (remaining === 0n) {
+      throw toConnectError(
+        DomainError.withInfo("already_exists", `Commission ${commission.id} is already fully refunded`, {
+          reason: "already_refunded",
+          details: { commission_id: commission.id },
+        }),
+      );
+    }
+    const refund = request.refundAmountCents ?? remaining;
+    if (refund <= 0n || refund > payment) {
+      throw toConnectError(
+        DomainError.withInfo(
+          "out_of_range",
+          "refund_amount_cents must be greater than 0 and at most the payment amount",
+          {
+            reason: "refund_out_of_range",
+            details: { payment_amount_cents: Number(payment) },
+          },
+        ),
+      );
+    }
+    if (refund > remaining) {
+      throw toConnectError(
+        DomainError.withInfo("out_of_range", "refund_amount_cents exceeds what remains of the payment", {
+          reason: "refund_out_of_range",
+          details: { payment_amount_cents: Number(payment), refundable_cents: Number(remaining) },
+        }),
+      );
+    }
+    const original = this.#originalAmounts.get(commission.id) ?? commission.amountCents;
+    this.#originalAmounts.set(commission.id, original);
+    const after = refunded + refund;
+    this.refunded.set(commission.id, after);
+    const previous = commission.amountCents;
+    const fullyRefunded = after === payment;
+    if (commission.status !== CommissionStatus.REJECTED && commission.status !== CommissionStatus.REFUNDED) {
+      // round(original × left / payment), halves up.
+      commission.amountCents = (2n * original * (payment - after) + payment) / (2n * payment);
+      if (fullyRefunded) commission.status = CommissionStatus.REFUNDED;
+    }
+    if (request.reason !== undefined) commission.reason = request.reason;
+    return create(RefundResultSchema, {
+      commissionId: commission.id,
+      partnershipId: commission.partnershipId,
+      paymentAmountCents: payment,
+      refundAmountCents: refund,
+      previousCommissionCents: previous,
+      newCommissionCents: commission.amountCents,
+      status: commission.status,
+      fullyRefunded,
+    });
+  }
+
   // Only what the gateway calls: the rest of the contract answers UNIMPLEMENTED.
   #implementation(): Partial<ServiceImpl<typeof LedgerService>> {
     return {
+      refund: (request) => {
+        if (request.idempotencyKey === undefined) return { result: this.#refund(request), replayed: false };
+        const scope = `${request.productId}|${request.idempotencyKey}`;
+        const stored = this.#keys.get(scope);
+        if (stored && stored.fingerprint !== request.requestFingerprint) {
+          throw toConnectError(
+            DomainError.withInfo(
+              "already_exists",
+              "This idempotency key was already used with a different request body",
+              {
+                reason: "idempotency_key_reused",
+              },
+            ),
+          );
+        }
+        if (stored) return { result: stored.result, replayed: true };
+        const result = this.#refund(request);
+        this.#keys.set(scope, { fingerprint: request.requestFingerprint, result });
+        return { result, replayed: false };
+      },
       track: (request) => {
         const key = `${request.productId}|${request.testMode}|${request.externalId ?? ""}`;
         const original = request.type === EventType.PAYMENT && request.externalId ? this.#payments.get(key) : undefined;

@@ -2,6 +2,7 @@ import { Writable } from "node:stream";
 import { createLogger, type Logger } from "@affiliate/platform";
 import { LedgerService } from "@affiliate/proto/ledger";
 import { PartnersService } from "@affiliate/proto/partners";
+import { PayoutsService } from "@affiliate/proto/payouts";
 import { type Client, createClient, type Transport } from "@connectrpc/connect";
 import type { FastifyInstance, LightMyRequestResponse } from "fastify";
 import { pino } from "pino";
@@ -13,12 +14,15 @@ import { buildServer } from "../../src/server.js";
 import type { PartnershipStatsSource } from "../../src/stats-source.js";
 import { FakeLedger } from "./fake-ledger.js";
 import { FakePartners, type FakeProduct } from "./fake-partners.js";
+import { FakePayouts } from "./fake-payouts.js";
 
 export interface GatewayOptions {
   /** Where partners RPCs go; the fake partners' in-memory transport unless given. */
   transport?: Transport;
   /** Where ledger RPCs go; the fake ledger's in-memory transport unless given. */
   ledgerTransport?: Transport;
+  /** Where payouts RPCs go; the fake payouts service's in-memory transport unless given. */
+  payoutsTransport?: Transport;
   rateLimitPerMinute?: number;
   trackingRateLimitPerMinute?: number;
   stats?: PartnershipStatsSource;
@@ -32,6 +36,7 @@ export interface TestGateway {
   app: FastifyInstance;
   fake: FakePartners;
   ledger: FakeLedger;
+  payouts: FakePayouts;
   partners: Client<typeof PartnersService>;
   keyCache: KeyCache;
   product: FakeProduct;
@@ -47,12 +52,14 @@ export function createGateway(options: GatewayOptions = {}): TestGateway {
   const fake = new FakePartners();
   const product = fake.addProduct();
   const ledger = new FakeLedger();
+  const payouts = new FakePayouts();
   const partners = createClient(PartnersService, options.transport ?? fake.transport);
   const keyCache = new KeyCache({ resolve: authenticateWith(partners), ttlMs: 60_000 });
   keyCache.setTrusted(options.trusted ?? true);
   const app = buildServer({
     partners,
     ledger: createClient(LedgerService, options.ledgerTransport ?? ledger.transport),
+    payouts: createClient(PayoutsService, options.payoutsTransport ?? payouts.transport),
     ready: options.ready ?? (async () => []),
     logger: options.logger ?? createLogger("gateway-test", "silent"),
     config: {
@@ -66,6 +73,7 @@ export function createGateway(options: GatewayOptions = {}): TestGateway {
     app,
     fake,
     ledger,
+    payouts,
     partners,
     keyCache,
     product,
@@ -113,4 +121,4 @@ export function expectBody<S extends z.ZodType>(schema: S, body: unknown): z.out
   return parsed.data;
 }
 
-export { FakeLedger, FakePartners };
+export { FakeLedger, FakePartners, FakePayouts };
