@@ -42,3 +42,17 @@ async function flushSpans(): Promise<void> {
   const provider = proxy.getDelegate?.() as { forceFlush?: () => Promise<void> } | undefined;
   await provider?.forceFlush?.().catch(() => undefined);
 }
+
+/**
+ * A failure nothing handled (a port in use at start-up, a lost connection during boot) ends the
+ * process with one JSON log line naming the cause and exit code 1, not a raw stack trace on
+ * stderr. Install right after the logger exists.
+ */
+export function exitOnUnhandledFailure(logger: Logger): void {
+  const fail = (error: unknown) => {
+    logger.fatal({ err: error }, "unhandled failure; exiting");
+    process.exit(1);
+  };
+  process.once("uncaughtException", fail);
+  process.once("unhandledRejection", fail);
+}

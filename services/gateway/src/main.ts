@@ -1,4 +1,4 @@
-import { connectNats, createLogger, createRpcTransport, onShutdown } from "@affiliate/platform";
+import { connectNats, createLogger, createRpcTransport, exitOnUnhandledFailure, onShutdown } from "@affiliate/platform";
 import { LedgerService } from "@affiliate/proto/ledger";
 import { PartnersService } from "@affiliate/proto/partners";
 import { PayoutsService } from "@affiliate/proto/payouts";
@@ -11,6 +11,7 @@ import { buildServer } from "./server.js";
 
 const config = loadGatewayConfig();
 const logger = createLogger("gateway", config.LOG_LEVEL);
+exitOnUnhandledFailure(logger);
 
 const partnersTransport = createRpcTransport(config.PARTNERS_URL);
 const ledgerTransport = createRpcTransport(config.LEDGER_URL);

@@ -9,6 +9,7 @@ import {
   createRpcTransport,
   createSql,
   ensureStream,
+  exitOnUnhandledFailure,
   onShutdown,
   PageTokens,
   startOutboxRelay,
@@ -25,6 +26,7 @@ import { routes, schema } from "./server.js";
 
 const config = loadLedgerConfig();
 const logger = createLogger("ledger", config.LOG_LEVEL);
+exitOnUnhandledFailure(logger);
 const sql = createSql(config.DATABASE_URL, { schema, max: config.DATABASE_POOL_SIZE, applicationName: "ledger" });
 const nats = await connectNats(config.NATS_URL, "ledger");
 await ensureStream(await nats.jetstreamManager(), { service: "ledger", namespace: config.EVENTS_NAMESPACE });

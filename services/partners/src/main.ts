@@ -4,6 +4,7 @@ import {
   createLogger,
   createSql,
   ensureStream,
+  exitOnUnhandledFailure,
   onShutdown,
   PageTokens,
   startOutboxRelay,
@@ -14,6 +15,7 @@ import { routes, schema } from "./server.js";
 
 const config = loadPartnersConfig();
 const logger = createLogger("partners", config.LOG_LEVEL);
+exitOnUnhandledFailure(logger);
 const sql = createSql(config.DATABASE_URL, { schema, max: config.DATABASE_POOL_SIZE, applicationName: "partners" });
 const nats = await connectNats(config.NATS_URL, "partners");
 await ensureStream(await nats.jetstreamManager(), { service: "partners", namespace: config.EVENTS_NAMESPACE });

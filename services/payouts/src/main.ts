@@ -6,6 +6,7 @@ import {
   createRpcTransport,
   createSql,
   ensureStream,
+  exitOnUnhandledFailure,
   onShutdown,
   PageTokens,
   startOutboxRelay,
@@ -23,6 +24,7 @@ import { routes, schema } from "./server.js";
 
 const config = loadPayoutsConfig();
 const logger = createLogger("payouts", config.LOG_LEVEL);
+exitOnUnhandledFailure(logger);
 const sql = createSql(config.DATABASE_URL, { schema, max: config.DATABASE_POOL_SIZE, applicationName: "payouts" });
 const nats = await connectNats(config.NATS_URL, "payouts");
 const jsm = await nats.jetstreamManager();

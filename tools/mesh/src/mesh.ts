@@ -1,6 +1,7 @@
 import { type ChildProcess, spawn } from "node:child_process";
 import http from "node:http";
 import http2 from "node:http2";
+import { createServer } from "node:net";
 import { join } from "node:path";
 import { preflight } from "./preflight.js";
 import { repositoryRoot, type ServiceDefinition, services } from "./services.js";
@@ -72,6 +73,18 @@ function probe(protocol: ServiceDefinition["protocol"], port: number): Promise<b
   });
 }
 
+/**
+ * Whether nothing listens on the port. Checked before a service starts: otherwise its readiness
+ * probe could be answered by whatever holds the port while the service itself dies.
+ */
+function portIsFree(port: number, host: string): Promise<boolean> {
+  return new Promise((resolve) => {
+    const server = createServer();
+    server.once("error", () => resolve(false));
+    server.listen(port, host, () => server.close(() => resolve(true)));
+  });
+}
+
 /** Runs `node dist/migrate.js` of every service that owns a schema, one after another. */
 async function migrateAll(env: NodeJS.ProcessEnv, output: "inherit" | "pipe", lines: string[]): Promise<void> {
   for (const service of services.filter((s) => s.migrates)) {
@@ -136,6 +149,12 @@ export async function startMesh(options: MeshOptions): Promise<Mesh> {
   const launch = async (service: ServiceDefinition) => {
     const port = ports[service.name] ?? 0;
     const host = service.protocol === "http" ? options.host : "127.0.0.1";
+    if (!(await portIsFree(port, host))) {
+      const variable = service.protocol === "http" ? "PORT" : `${service.name.toUpperCase()}_RPC_PORT`;
+      throw new MeshError(
+        `port ${port} for ${service.name} is already in use (another mesh?); stop it or set ${variable}`,
+      );
+    }
     const child = spawn(process.execPath, ["--import", "@affiliate/platform/instrumentation", "dist/main.js"], {
       cwd: join(repositoryRoot, service.directory),
       env: { ...baseEnv, OTEL_SERVICE_NAME: service.name, ...service.listenEnv(port, host) },

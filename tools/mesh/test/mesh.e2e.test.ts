@@ -220,6 +220,26 @@ describe("npm start's launcher", () => {
     expect(lines[0]).toMatch(new RegExp(`^cannot reach Postgres at ${url.replaceAll(".", "\\.")} .*pg_ctlcluster`));
   });
 
+  it("refuses to start a service on a port something else holds, in one line", async () => {
+    const holder = (await import("node:net")).createServer();
+    const taken = await freePort();
+    await new Promise<void>((resolve) => holder.listen(taken, "127.0.0.1", resolve));
+    try {
+      const result = await runTool("mesh", [], {
+        DATABASE_URL: database.url,
+        EVENTS_NAMESPACE: namespace.namespace,
+        PORT: String(await freePort()),
+        PARTNERS_RPC_PORT: String(taken),
+      });
+      expect(result.code).toBe(1);
+      expect(result.stderr.trim().split("\n").at(-1)).toBe(
+        `port ${taken} for partners is already in use (another mesh?); stop it or set PARTNERS_RPC_PORT`,
+      );
+    } finally {
+      holder.close();
+    }
+  });
+
   it("fails with one line naming an unreachable NATS", async () => {
     const url = `nats://127.0.0.1:${await freePort()}`;
     const result = await runTool("mesh", [], {
