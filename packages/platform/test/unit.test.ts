@@ -4,7 +4,7 @@ import { fileURLToPath } from "node:url";
 import { Code, ConnectError } from "@connectrpc/connect";
 import { describe, expect, expectTypeOf, it } from "vitest";
 import { baseConfigShape, loadConfig, port } from "../src/config.js";
-import { DomainError, type DomainErrorKind, fieldErrorsOf, toConnectError } from "../src/errors.js";
+import { DomainError, type DomainErrorKind, errorInfoOf, fieldErrorsOf, toConnectError } from "../src/errors.js";
 import { isId, newId } from "../src/ids.js";
 import { PageTokens } from "../src/page-token.js";
 import { sleep } from "./helpers.js";
@@ -125,12 +125,27 @@ describe("DomainError to ConnectError and back", () => {
     expect(fieldErrorsOf(toConnectError(error))).toEqual({ fieldErrors: { cursor: ["Bad cursor"] }, formErrors: [] });
   });
 
+  it("carries a reason and public details as ErrorInfo, and nothing when there are none", () => {
+    const error = DomainError.withInfo("already_exists", "Commission com_1 is already fully refunded", {
+      reason: "already_refunded",
+      details: { commission_id: "com_1", payment_amount_cents: 1000 },
+    });
+    const connectError = toConnectError(error);
+    expect(errorInfoOf(connectError)).toEqual({
+      reason: "already_refunded",
+      details: { commission_id: "com_1", payment_amount_cents: 1000 },
+    });
+    expect(fieldErrorsOf(connectError)).toBeUndefined();
+    expect(errorInfoOf(toConnectError(new DomainError("not_found", "missing")))).toBeUndefined();
+  });
+
   // Typed as a full record: a new kind fails to compile until it is listed here.
   const expectedCodes: Record<DomainErrorKind, Code> = {
     invalid_argument: Code.InvalidArgument,
     not_found: Code.NotFound,
     already_exists: Code.AlreadyExists,
     failed_precondition: Code.FailedPrecondition,
+    out_of_range: Code.OutOfRange,
     unauthenticated: Code.Unauthenticated,
     permission_denied: Code.PermissionDenied,
     aborted: Code.Aborted,
