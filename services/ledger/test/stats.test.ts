@@ -197,6 +197,21 @@ describe("partnership stats", () => {
 });
 
 describe("rollups stay equal to the rows they summarise", () => {
+  it("concurrent payments of one sponsored affiliate all succeed (rollup rows are locked in one order)", async () => {
+    const productId = await newProduct(h, { holdDays: 0 });
+    const sponsor = await newAffiliate(h, productId);
+    const aff = await newAffiliate(h, productId, { sponsorReferralCode: sponsor.code });
+    const outcomes = await Promise.allSettled(
+      Array.from({ length: 40 }, (_, i) =>
+        track(h, { productId, type: EventType.PAYMENT, referralCode: aff.code, amountCents: BigInt(1000 + i), occurredAt: at(i * 3600_000) }),
+      ),
+    );
+    expect(outcomes.filter((o) => o.status === "rejected").map((o) => String((o as PromiseRejectedResult).reason))).toEqual([]);
+    const { stats } = await h.ledger.batchGetPartnershipStats({ productId, partnershipIds: [aff.id, sponsor.id] });
+    expect(stats[aff.id]?.conversions).toBe(40n);
+    expect(stats[sponsor.id]?.approvedCount).toBe(40n);
+  });
+
   it("daily commission sums and partnership buckets match the commissions table", async () => {
     const daily = await h.sql`
       select r.product_id, r.day, r.total, coalesce(c.total, 0) as actual from

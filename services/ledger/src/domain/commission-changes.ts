@@ -1,5 +1,5 @@
-import type { Queryable } from "@affiliate/platform";
-import { addToDailyRollup, addToPartnershipRollup, type PartnershipDelta } from "../store/rollups.js";
+import type { PartnershipDelta } from "../store/rollups.js";
+import type { RollupChanges } from "./rollup-changes.js";
 import type { Commission, CommissionStatus } from "./types.js";
 
 interface CommissionState {
@@ -35,23 +35,21 @@ const countedAmount = (state: CommissionState | null) => (state && state.status 
 
 /**
  * Keeps the rollups equal to the commissions: every creation or change of a commission goes
- * through here, in the transaction of the change, with its state before (null when new) and after.
+ * through here, with its state before (null when new) and after; the transaction flushes
+ * `changes` before it commits.
  */
-export async function recordCommissionChange(
-  tx: Queryable,
+export function recordCommissionChange(
+  changes: RollupChanges,
   commission: Pick<Commission, "productId" | "partnershipId" | "paymentOccurredAt">,
   before: CommissionState | null,
   after: CommissionState,
-): Promise<void> {
+): void {
   const [was, is] = [buckets(before), buckets(after)];
   const delta = Object.fromEntries(
     Object.keys(is).map((key) => [key, is[key as keyof typeof is] - was[key as keyof typeof was]]),
   ) as PartnershipDelta;
-  if (Object.values(delta).some((value) => value !== 0)) {
-    await addToPartnershipRollup(tx, commission.productId, commission.partnershipId, delta);
-  }
-  const amountDelta = countedAmount(after) - countedAmount(before);
-  if (amountDelta !== 0) {
-    await addToDailyRollup(tx, commission.productId, commission.paymentOccurredAt, { commissionsCents: amountDelta });
-  }
+  changes.addPartnership(commission.productId, commission.partnershipId, delta);
+  changes.addDaily(commission.productId, commission.paymentOccurredAt, {
+    commissionsCents: countedAmount(after) - countedAmount(before),
+  });
 }

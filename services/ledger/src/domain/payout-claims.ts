@@ -1,6 +1,7 @@
 import { DomainError, type Queryable, type Sql } from "@affiliate/platform";
 import { getCommissionOrThrow } from "../store/commissions.js";
 import { recordCommissionChange } from "./commission-changes.js";
+import { RollupChanges } from "./rollup-changes.js";
 import type { Commission } from "./types.js";
 
 /**
@@ -55,15 +56,17 @@ export async function settleCommissions(tx: Queryable, productId: string, payout
     where product_id = ${productId} and payout_id = ${payoutId} and status = 'approved'
     returning id`;
   const commissions: Commission[] = [];
+  const changes = new RollupChanges();
   for (const { id } of settled) {
     const commission = await getCommissionOrThrow(tx, productId, id);
-    await recordCommissionChange(
-      tx,
+    recordCommissionChange(
+      changes,
       commission,
       { status: "approved", amountCents: commission.amountCents },
       commission,
     );
     commissions.push(commission);
   }
+  await changes.flush(tx);
   return commissions;
 }

@@ -15,6 +15,7 @@ import {
 import { recordCommissionChange } from "./commission-changes.js";
 import { onceForKey } from "./idempotency.js";
 import { amountAfterRefunds } from "./money.js";
+import { RollupChanges } from "./rollup-changes.js";
 import { normalizeEmail } from "./rules.js";
 import type { Commission, CommissionStatus } from "./types.js";
 
@@ -165,11 +166,16 @@ async function applyRefund(tx: TransactionSql, input: RefundInput): Promise<Refu
   });
 
   const after = new Map<string, { status: CommissionStatus; amountCents: number }>();
+  const rollups = new RollupChanges();
+  const scale = {
+    paymentCents: payment.amountCents,
+    refundedCents: refundedAfter,
+    fullyRefunded,
+    reason: input.reason,
+  };
   for (const commission of commissions)
-    after.set(
-      commission.id,
-      await refundCommission(tx, commission, payment.amountCents, refundedAfter, fullyRefunded, input.reason),
-    );
+    after.set(commission.id, await refundCommission(tx, rollups, commission, scale));
+  await rollups.flush(tx);
 
   const levelOneAfter = after.get(levelOne.id) ?? levelOne;
   const result: RefundResult = {
@@ -203,20 +209,18 @@ async function applyRefund(tx: TransactionSql, input: RefundInput): Promise<Refu
  */
 async function refundCommission(
   tx: TransactionSql,
+  rollups: RollupChanges,
   commission: Commission,
-  paymentCents: number,
-  refundedCents: number,
-  fullyRefunded: boolean,
-  reason: string | undefined,
+  scale: { paymentCents: number; refundedCents: number; fullyRefunded: boolean; reason: string | undefined },
 ): Promise<{ status: CommissionStatus; amountCents: number }> {
   if (commission.status === "rejected" || commission.status === "refunded") {
     return { status: commission.status, amountCents: commission.amountCents };
   }
   const next = {
-    amountCents: amountAfterRefunds(commission.originalAmountCents, paymentCents, refundedCents),
-    status: fullyRefunded ? ("refunded" as const) : commission.status,
+    amountCents: amountAfterRefunds(commission.originalAmountCents, scale.paymentCents, scale.refundedCents),
+    status: scale.fullyRefunded ? ("refunded" as const) : commission.status,
   };
-  await setCommissionAmount(tx, commission, { ...next, reason: reason ?? null });
-  await recordCommissionChange(tx, commission, commission, next);
+  await setCommissionAmount(tx, commission, { ...next, reason: scale.reason ?? null });
+  recordCommissionChange(rollups, commission, commission, next);
   return next;
 }

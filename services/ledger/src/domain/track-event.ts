@@ -3,10 +3,10 @@ import { enqueueCommissionEvent } from "../events/outbox.js";
 import type { PartnersDirectory } from "../partners-directory.js";
 import { getCommissionsOfEvent, insertCommissions, type NewCommission } from "../store/commissions.js";
 import { type EventRow, findPaymentByExternalId, insertEventUnlessReplay, type StoredEvent } from "../store/events.js";
-import { addToDailyRollup, addToPartnershipRollup } from "../store/rollups.js";
 import { attribute } from "./attribute.js";
 import { recordCommissionChange } from "./commission-changes.js";
 import { commissionAmount } from "./money.js";
+import { RollupChanges } from "./rollup-changes.js";
 import { assertValidTrack, newVisitorId, normalizeEmail } from "./rules.js";
 import type { Attribution, CommissionSummary, TrackedEvent, TrackInput } from "./types.js";
 
@@ -139,21 +139,21 @@ async function planCommissions(
 
 async function recordRollups(tx: TransactionSql, event: EventRow, commissions: NewCommission[]): Promise<void> {
   const attributedPayment = event.eventType === "payment" && event.partnershipId !== null;
-  await addToDailyRollup(tx, event.productId, event.occurredAt, {
+  const changes = new RollupChanges();
+  changes.addDaily(event.productId, event.occurredAt, {
     clicks: event.eventType === "click" ? 1 : 0,
     signups: event.eventType === "signup" ? 1 : 0,
     conversions: attributedPayment ? 1 : 0,
     revenueCents: attributedPayment ? (event.amountCents ?? 0) : 0,
   });
   if (event.partnershipId && (event.eventType === "click" || attributedPayment)) {
-    await addToPartnershipRollup(tx, event.productId, event.partnershipId, {
+    changes.addPartnership(event.productId, event.partnershipId, {
       clicks: event.eventType === "click" ? 1 : 0,
       conversions: attributedPayment ? 1 : 0,
     });
   }
-  for (const commission of commissions) {
-    await recordCommissionChange(tx, commission, null, commission);
-  }
+  for (const commission of commissions) recordCommissionChange(changes, commission, null, commission);
+  await changes.flush(tx);
 }
 
 function trackedEvent(event: EventRow, testMode: boolean, commissions: CommissionSummary[]): TrackedEvent {

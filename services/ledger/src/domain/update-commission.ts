@@ -2,6 +2,7 @@ import { DomainError, type Sql } from "@affiliate/platform";
 import { enqueueCommissionEvent } from "../events/outbox.js";
 import { getCommissionOrThrow, lockCommissionFamily, setCommissionStatus } from "../store/commissions.js";
 import { recordCommissionChange } from "./commission-changes.js";
+import { RollupChanges } from "./rollup-changes.js";
 import type { Commission } from "./types.js";
 
 export type CommissionAction = "approve" | "reject";
@@ -40,8 +41,9 @@ export async function updateCommission(
       changing.map((c) => c.id),
       { status, reason: change.reason },
     );
+    const rollups = new RollupChanges();
     for (const commission of changing) {
-      await recordCommissionChange(tx, commission, commission, { status, amountCents: commission.amountCents });
+      recordCommissionChange(rollups, commission, commission, { status, amountCents: commission.amountCents });
       const updated = await getCommissionOrThrow(tx, productId, commission.id);
       await enqueueCommissionEvent(
         tx,
@@ -49,6 +51,7 @@ export async function updateCommission(
         updated,
       );
     }
+    await rollups.flush(tx);
     return getCommissionOrThrow(tx, productId, commissionId);
   });
 }

@@ -1,23 +1,21 @@
-import { randomInt } from "node:crypto";
 import type { Queryable } from "@affiliate/platform";
 import type { Metrics, PartnershipStats } from "../domain/types.js";
 
-const shardCount = 16;
+/** Rollup rows per product-day and per partnership; readers sum them. */
+export const shardCount = 16;
 
 export type MetricsDelta = Partial<Metrics>;
 
-/** Adds to the product's rollup of the UTC day of `at`, on a random shard. */
+/** Adds to the product's rollup of one UTC day (`YYYY-MM-DD`) on the given shard. */
 export async function addToDailyRollup(
   sql: Queryable,
-  productId: string,
-  at: Date,
-  delta: MetricsDelta,
+  row: { productId: string; day: string; shard: number },
+  delta: Required<MetricsDelta>,
 ): Promise<void> {
   await sql`
     insert into daily_rollups (product_id, day, shard, clicks, signups, conversions, revenue_cents, commissions_cents)
-    values (${productId}, (${at}::timestamptz at time zone 'UTC')::date, ${randomInt(shardCount)},
-            ${delta.clicks ?? 0}, ${delta.signups ?? 0}, ${delta.conversions ?? 0},
-            ${delta.revenueCents ?? 0}, ${delta.commissionsCents ?? 0})
+    values (${row.productId}, ${row.day}::date, ${row.shard}, ${delta.clicks}, ${delta.signups}, ${delta.conversions},
+            ${delta.revenueCents}, ${delta.commissionsCents})
     on conflict (product_id, day, shard) do update set
       clicks = daily_rollups.clicks + excluded.clicks,
       signups = daily_rollups.signups + excluded.signups,
@@ -39,16 +37,15 @@ export interface PartnershipDelta {
 
 export async function addToPartnershipRollup(
   sql: Queryable,
-  productId: string,
-  partnershipId: string,
-  delta: PartnershipDelta,
+  row: { productId: string; partnershipId: string; shard: number },
+  delta: Required<PartnershipDelta>,
 ): Promise<void> {
   await sql`
     insert into partnership_rollups (partnership_id, shard, product_id, clicks, conversions, pending_count,
       pending_amount_cents, approved_count, approved_amount_cents, paid_count, paid_amount_cents)
-    values (${partnershipId}, ${randomInt(shardCount)}, ${productId}, ${delta.clicks ?? 0}, ${delta.conversions ?? 0},
-            ${delta.pendingCount ?? 0}, ${delta.pendingAmountCents ?? 0}, ${delta.approvedCount ?? 0},
-            ${delta.approvedAmountCents ?? 0}, ${delta.paidCount ?? 0}, ${delta.paidAmountCents ?? 0})
+    values (${row.partnershipId}, ${row.shard}, ${row.productId}, ${delta.clicks}, ${delta.conversions},
+            ${delta.pendingCount}, ${delta.pendingAmountCents}, ${delta.approvedCount},
+            ${delta.approvedAmountCents}, ${delta.paidCount}, ${delta.paidAmountCents})
     on conflict (partnership_id, shard) do update set
       clicks = partnership_rollups.clicks + excluded.clicks,
       conversions = partnership_rollups.conversions + excluded.conversions,

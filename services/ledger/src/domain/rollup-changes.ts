@@ -1,0 +1,83 @@
+import { randomInt } from "node:crypto";
+import type { Queryable } from "@affiliate/platform";
+import {
+  addToDailyRollup,
+  addToPartnershipRollup,
+  type MetricsDelta,
+  type PartnershipDelta,
+  shardCount,
+} from "../store/rollups.js";
+
+const zeroMetrics: Required<MetricsDelta> = {
+  clicks: 0,
+  signups: 0,
+  conversions: 0,
+  revenueCents: 0,
+  commissionsCents: 0,
+};
+const zeroPartnership: Required<PartnershipDelta> = {
+  clicks: 0,
+  conversions: 0,
+  pendingCount: 0,
+  pendingAmountCents: 0,
+  approvedCount: 0,
+  approvedAmountCents: 0,
+  paidCount: 0,
+  paidAmountCents: 0,
+};
+
+function addInto<T extends Record<string, number>>(target: T, delta: Partial<T>): void {
+  for (const [key, value] of Object.entries(delta)) {
+    if (value !== undefined) (target as Record<string, number>)[key] = (target[key] ?? 0) + value;
+  }
+}
+
+const isZero = (delta: Record<string, number>) => Object.values(delta).every((value) => value === 0);
+
+/**
+ * The rollup changes of one transaction, gathered in memory and written once, just before commit:
+ * one upsert per row, rows in a fixed order (days, then partnerships by id), all on one shard
+ * picked for the transaction. Concurrent transactions therefore take rollup row locks in the same
+ * order and cannot deadlock, and a payment touches its day's row once instead of three times.
+ */
+export class RollupChanges {
+  private readonly daily = new Map<string, { productId: string; day: string; delta: Required<MetricsDelta> }>();
+  private readonly partnerships = new Map<
+    string,
+    { productId: string; partnershipId: string; delta: Required<PartnershipDelta> }
+  >();
+
+  /** Adds to the product's figures of the UTC day of `at`. */
+  addDaily(productId: string, at: Date, delta: MetricsDelta): void {
+    const day = at.toISOString().slice(0, 10);
+    const key = `${productId}|${day}`;
+    const entry = this.daily.get(key) ?? { productId, day, delta: { ...zeroMetrics } };
+    addInto(entry.delta, delta);
+    this.daily.set(key, entry);
+  }
+
+  addPartnership(productId: string, partnershipId: string, delta: PartnershipDelta): void {
+    const entry = this.partnerships.get(partnershipId) ?? { productId, partnershipId, delta: { ...zeroPartnership } };
+    addInto(entry.delta, delta);
+    this.partnerships.set(partnershipId, entry);
+  }
+
+  /** Writes every non-zero change; call once, inside the transaction, after its other writes. */
+  async flush(tx: Queryable): Promise<void> {
+    const shard = randomInt(shardCount);
+    for (const key of [...this.daily.keys()].sort()) {
+      const { productId, day, delta } = this.daily.get(key) as {
+        productId: string;
+        day: string;
+        delta: Required<MetricsDelta>;
+      };
+      if (!isZero(delta)) await addToDailyRollup(tx, { productId, day, shard }, delta);
+    }
+    for (const partnershipId of [...this.partnerships.keys()].sort()) {
+      const entry = this.partnerships.get(partnershipId);
+      if (entry && !isZero(entry.delta)) await addToPartnershipRollup(tx, { ...entry, shard }, entry.delta);
+    }
+    this.daily.clear();
+    this.partnerships.clear();
+  }
+}
