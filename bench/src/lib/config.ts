@@ -1,0 +1,64 @@
+/** Every size and duration the bench uses; each can be overridden by a BENCH_* variable. */
+export interface BenchConfig {
+  sections: Set<SectionName>;
+  /** A: partnerships seeded into one product. */
+  partnerships: number;
+  /** A: the page number of the "deep" page (1-based; page 1 is the first). */
+  pageDepth: number;
+  /** A, F: sequential requests per measured URL. */
+  samples: number;
+  /** A: autocannon run per list URL, in seconds (0 skips it). */
+  listDurationS: number;
+  /** B, E: autocannon run per case, in seconds. */
+  durationS: number;
+  /** B, E: concurrent connections. */
+  connections: number;
+  /** B, E and A's load part: cases alternate over this many rounds of durationS / rounds each. */
+  rounds: number;
+  /** Each load case is preceded by an unrecorded run of this length, so JIT and pools are warm. */
+  warmupS: number;
+  /** C: how many bulk registrations of 100 entries. */
+  bulkRepeats: number;
+  /** F: events of the large product and of the small one. */
+  events: number;
+  smallEvents: number;
+}
+
+export const sectionNames = ["A", "B", "C", "D", "E", "F"] as const;
+export type SectionName = (typeof sectionNames)[number];
+
+function positiveInt(env: NodeJS.ProcessEnv, name: string, fallback: number, min = 1): number {
+  const raw = env[name];
+  if (raw === undefined || raw === "") return fallback;
+  const value = Number(raw.replaceAll("_", ""));
+  if (!Number.isInteger(value) || value < min) throw new Error(`${name} must be an integer >= ${min}, got "${raw}"`);
+  return value;
+}
+
+function sectionsOf(raw: string | undefined): Set<SectionName> {
+  if (!raw) return new Set(sectionNames);
+  const wanted = raw
+    .split(",")
+    .map((s) => s.trim().toUpperCase())
+    .filter(Boolean);
+  const unknown = wanted.filter((s) => !(sectionNames as readonly string[]).includes(s));
+  if (unknown.length > 0) throw new Error(`BENCH_SECTIONS: unknown section(s) ${unknown.join(", ")}`);
+  return new Set(wanted as SectionName[]);
+}
+
+export function loadConfig(env: NodeJS.ProcessEnv = process.env): BenchConfig {
+  return {
+    sections: sectionsOf(env.BENCH_SECTIONS),
+    partnerships: positiveInt(env, "BENCH_PARTNERSHIPS", 100_000),
+    pageDepth: positiveInt(env, "BENCH_PAGE_DEPTH", 1000),
+    samples: positiveInt(env, "BENCH_SAMPLES", 200),
+    listDurationS: positiveInt(env, "BENCH_LIST_DURATION_S", 10, 0),
+    durationS: positiveInt(env, "BENCH_DURATION_S", 15),
+    connections: positiveInt(env, "BENCH_CONNECTIONS", 50),
+    rounds: positiveInt(env, "BENCH_ROUNDS", 3),
+    warmupS: positiveInt(env, "BENCH_WARMUP_S", 2, 0),
+    bulkRepeats: positiveInt(env, "BENCH_BULK_REPEATS", 10),
+    events: positiveInt(env, "BENCH_EVENTS", 1_000_000),
+    smallEvents: positiveInt(env, "BENCH_SMALL_EVENTS", 10_000),
+  };
+}

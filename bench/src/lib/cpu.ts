@@ -1,0 +1,56 @@
+import { readFile } from "node:fs/promises";
+
+/** Clock ticks per second of /proc/<pid>/stat times; 100 on every Linux this runs on. */
+const ticksPerSecond = 100;
+
+/** User + system CPU seconds a process has used so far, or undefined when it is gone. */
+export async function cpuSeconds(pid: number): Promise<number | undefined> {
+  try {
+    const stat = await readFile(`/proc/${pid}/stat`, "utf8");
+    // Fields after the command name (which may hold spaces) start at its closing parenthesis.
+    const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+    const user = Number(fields[11]);
+    const system = Number(fields[12]);
+    return (user + system) / ticksPerSecond;
+  } catch {
+    return undefined;
+  }
+}
+
+/** The processes to meter, by label; a function because the set can change (database backends). */
+export type ProcessSet = () => Promise<Record<string, number[]>>;
+
+type Snapshot = Map<string, Map<number, number>>;
+
+async function snapshot(processes: ProcessSet): Promise<Snapshot> {
+  const result: Snapshot = new Map();
+  for (const [label, pids] of Object.entries(await processes())) {
+    const times = new Map<number, number>();
+    for (const pid of pids) {
+      const seconds = await cpuSeconds(pid);
+      if (seconds !== undefined) times.set(pid, seconds);
+    }
+    result.set(label, times);
+  }
+  return result;
+}
+
+/**
+ * CPU seconds each labelled group of processes used while `work` ran. A process that appeared
+ * meanwhile (a new pool connection) counts in full; one that vanished meanwhile is missed.
+ */
+export async function meterCpu<T>(
+  processes: ProcessSet,
+  work: () => Promise<T>,
+): Promise<{ value: T; cpuSeconds: Record<string, number> }> {
+  const before = await snapshot(processes);
+  const value = await work();
+  const after = await snapshot(processes);
+  const cpu: Record<string, number> = {};
+  for (const [label, times] of after) {
+    let total = 0;
+    for (const [pid, seconds] of times) total += seconds - (before.get(label)?.get(pid) ?? 0);
+    cpu[label] = total;
+  }
+  return { value, cpuSeconds: cpu };
+}

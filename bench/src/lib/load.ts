@@ -1,0 +1,257 @@
+import autocannon from "autocannon";
+import { meterCpu, type ProcessSet } from "./cpu.js";
+import { summarize } from "./latency.js";
+
+/** One kind of request to put under load. */
+export interface LoadCase {
+  name: string;
+  url: string;
+  method?: "GET" | "POST";
+  headers?: Record<string, string>;
+  /** A fresh JSON body for every request (unique ids); absent for bodiless requests. */
+  body?: () => unknown;
+}
+
+export interface LoadOptions {
+  connections: number;
+  /** Seconds of load per case, split evenly over the rounds. */
+  durationS: number;
+  /**
+   * Cases alternate in this many rounds (A B A B …) rather than running back to back, so that
+   * the other work sharing this machine weighs on every case alike.
+   */
+  rounds: number;
+  /** An unrecorded run of this length per case first, so JIT, pools and caches are warm. */
+  warmupS: number;
+  /** Processes whose CPU time per request is reported, by label. */
+  processes?: ProcessSet;
+  /** Where the run's database is sampled for lock waits and deadlocks during each case. */
+  database?: DatabaseProbe;
+}
+
+/** What the run's database is doing: sampled during load to tell waiting from working. */
+export interface DatabaseProbe {
+  /** Backends of the run's database running a statement now, and how many of them wait on a lock. */
+  activity(): Promise<{ active: number; lockWaits: number }>;
+  /** Deadlocks detected in the run's database so far. */
+  deadlocks(): Promise<number>;
+}
+
+export interface DatabaseFigures {
+  /** Average number of backends running a statement. */
+  active: number;
+  /** Average number of those waiting for a lock (row or transaction): queueing, not working. */
+  lockWaits: number;
+  deadlocks: number;
+}
+
+export interface LoadResult {
+  requestsPerSecond: number;
+  /** Latencies of every answer, non-2xx included: a slow error is a slow answer. */
+  p50Ms: number;
+  p99Ms: number;
+  total: number;
+  non2xx: number;
+  /** Answers by status code, e.g. { "201": 5120, "503": 3 }: says what the non-2xx were. */
+  statusCodes: Record<string, number>;
+  errors: number;
+  timeouts: number;
+  /** CPU milliseconds per answered request of each metered process group. */
+  cpuMsPerRequest: Record<string, number>;
+  /** CPU seconds of all metered processes per wall second: 2 means both cores were busy. */
+  coresBusy: number;
+  database?: DatabaseFigures;
+}
+
+interface Round {
+  seconds: number;
+  latencies: number[];
+  statusCodes: Record<string, number>;
+  errors: number;
+  timeouts: number;
+}
+
+/** Pause between cases, and longest wait for the database to go quiet (see `settle`). */
+const settleMs = 1000;
+const quietTimeoutMs = 60_000;
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+const samplingMs = 250;
+
+/**
+ * Waits until the work of the previous case is over: requests cut off when autocannon stops are
+ * still being served (a service keeps a transaction going after its caller gave up), and their
+ * lock waits and deadlocks would otherwise be counted against the next case.
+ */
+async function settle(probe: DatabaseProbe | undefined): Promise<void> {
+  await sleep(settleMs);
+  const deadline = Date.now() + quietTimeoutMs;
+  while (probe && Date.now() < deadline && (await probe.activity()).active > 0) await sleep(samplingMs);
+}
+
+/**
+ * Runs `work` while sampling the database every 250 ms, then lets what `work` left running
+ * finish (`settle`) before counting deadlocks: both belong to this case, not the next.
+ */
+async function sampled<T>(probe: DatabaseProbe | undefined, work: () => Promise<T>) {
+  if (!probe) {
+    const value = await work();
+    await settle(probe);
+    return { value, samples: 0, active: 0, lockWaits: 0, deadlocks: 0 };
+  }
+  const deadlocksBefore = await probe.deadlocks();
+  let running = true;
+  const totals = { samples: 0, active: 0, lockWaits: 0 };
+  const sampler = (async () => {
+    while (running) {
+      const { active, lockWaits } = await probe.activity();
+      totals.samples++;
+      totals.active += active;
+      totals.lockWaits += lockWaits;
+      await sleep(samplingMs);
+    }
+  })();
+  let value: T;
+  try {
+    value = await work();
+  } finally {
+    running = false;
+    await sampler;
+  }
+  await settle(probe);
+  return { value, ...totals, deadlocks: (await probe.deadlocks()) - deadlocksBefore };
+}
+
+function runOnce(load: LoadCase, connections: number, seconds: number): Promise<Round> {
+  const makeBody = load.body;
+  const latencies: number[] = [];
+  return new Promise((resolve, reject) => {
+    const instance = autocannon(
+      {
+        url: load.url,
+        connections,
+        duration: seconds,
+        method: load.method ?? "GET",
+        headers: { ...load.headers, ...(makeBody ? { "content-type": "application/json" } : {}) },
+        // setupRequest runs before every request, so each one carries a body of its own.
+        ...(makeBody
+          ? {
+              requests: [
+                {
+                  setupRequest: (request) => {
+                    request.body = JSON.stringify(makeBody());
+                    return request;
+                  },
+                },
+              ],
+            }
+          : {}),
+      },
+      (error, result) => {
+        if (error) return reject(error);
+        resolve({
+          seconds: result.duration,
+          latencies,
+          statusCodes: Object.fromEntries(
+            Object.entries(result.statusCodeStats ?? {}).map(([status, stats]) => [status, stats.count ?? 0]),
+          ),
+          errors: result.errors,
+          timeouts: result.timeouts,
+        });
+      },
+    );
+    // autocannon's own histogram keeps 2xx latencies only; every answer is recorded here.
+    instance.on("response", (_client, _status, _bytes, responseTime) => latencies.push(responseTime));
+  });
+}
+
+/**
+ * Puts each case under the same load, alternating them over rounds, and reports requests/s,
+ * latency percentiles over all rounds, status codes and (when asked) CPU per request.
+ */
+export async function compareLoads(cases: LoadCase[], options: LoadOptions): Promise<Record<string, LoadResult>> {
+  if (options.warmupS > 0) {
+    for (const load of cases) {
+      await runOnce(load, options.connections, options.warmupS);
+      await settle(options.database);
+    }
+  }
+  const roundSeconds = Math.max(1, Math.round(options.durationS / options.rounds));
+  const rounds = new Map<string, Round[]>(cases.map((load) => [load.name, []]));
+  const cpu = new Map<string, Record<string, number>>(cases.map((load) => [load.name, {}]));
+  /** Wall seconds of each case's metering windows (its runs plus their settling). */
+  const wall = new Map<string, number>();
+  const db = new Map(cases.map((load) => [load.name, { samples: 0, active: 0, lockWaits: 0, deadlocks: 0 }]));
+  for (let round = 0; round < options.rounds; round++) {
+    for (const load of cases) {
+      const started = performance.now();
+      const metered = await meterCpu(options.processes ?? (async () => ({})), () =>
+        sampled(options.database, () => runOnce(load, options.connections, roundSeconds)),
+      );
+      wall.set(load.name, (wall.get(load.name) ?? 0) + (performance.now() - started) / 1000);
+      const { value: run, ...activity } = metered.value;
+      rounds.get(load.name)?.push(run);
+      const sums = cpu.get(load.name) ?? {};
+      for (const [label, seconds] of Object.entries(metered.cpuSeconds)) sums[label] = (sums[label] ?? 0) + seconds;
+      const dbSums = db.get(load.name);
+      if (dbSums) {
+        dbSums.samples += activity.samples;
+        dbSums.active += activity.active;
+        dbSums.lockWaits += activity.lockWaits;
+        dbSums.deadlocks += activity.deadlocks;
+      }
+    }
+  }
+  return Object.fromEntries(
+    cases.map((load) => {
+      const runs = rounds.get(load.name) ?? [];
+      const latencies = runs.flatMap((run) => run.latencies);
+      const seconds = runs.reduce((sum, run) => sum + run.seconds, 0);
+      const statusCodes: Record<string, number> = {};
+      for (const run of runs) {
+        for (const [status, count] of Object.entries(run.statusCodes))
+          statusCodes[status] = (statusCodes[status] ?? 0) + count;
+      }
+      const non2xx = Object.entries(statusCodes)
+        .filter(([status]) => !status.startsWith("2"))
+        .reduce((sum, [, count]) => sum + count, 0);
+      const summary = summarize(latencies);
+      const cpuMsPerRequest = Object.fromEntries(
+        Object.entries(cpu.get(load.name) ?? {}).map(([label, s]) => [
+          label,
+          (s * 1000) / Math.max(1, latencies.length),
+        ]),
+      );
+      const cpuSeconds = Object.values(cpu.get(load.name) ?? {}).reduce((sum, value) => sum + value, 0);
+      const dbSums = db.get(load.name);
+      const result: LoadResult = {
+        requestsPerSecond: seconds > 0 ? latencies.length / seconds : 0,
+        p50Ms: summary.p50,
+        p99Ms: summary.p99,
+        total: latencies.length,
+        non2xx,
+        statusCodes,
+        errors: runs.reduce((sum, run) => sum + run.errors, 0),
+        timeouts: runs.reduce((sum, run) => sum + run.timeouts, 0),
+        cpuMsPerRequest,
+        coresBusy: cpuSeconds / Math.max(0.001, wall.get(load.name) ?? 0),
+        ...(options.database && dbSums
+          ? {
+              database: {
+                active: dbSums.active / Math.max(1, dbSums.samples),
+                lockWaits: dbSums.lockWaits / Math.max(1, dbSums.samples),
+                deadlocks: dbSums.deadlocks,
+              },
+            }
+          : {}),
+      };
+      return [load.name, result];
+    }),
+  );
+}
+
+/** "3 (500: 2, 409: 1)": the non-2xx count with the statuses behind it. */
+export function describeNon2xx(result: LoadResult): string {
+  if (result.non2xx === 0) return "0";
+  const failing = Object.entries(result.statusCodes).filter(([status]) => !status.startsWith("2"));
+  return `${result.non2xx} (${failing.map(([status, count]) => `${status}: ${count}`).join(", ")})`;
+}
