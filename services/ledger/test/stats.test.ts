@@ -203,10 +203,18 @@ describe("rollups stay equal to the rows they summarise", () => {
     const aff = await newAffiliate(h, productId, { sponsorReferralCode: sponsor.code });
     const outcomes = await Promise.allSettled(
       Array.from({ length: 40 }, (_, i) =>
-        track(h, { productId, type: EventType.PAYMENT, referralCode: aff.code, amountCents: BigInt(1000 + i), occurredAt: at(i * 3600_000) }),
+        track(h, {
+          productId,
+          type: EventType.PAYMENT,
+          referralCode: aff.code,
+          amountCents: BigInt(1000 + i),
+          occurredAt: at(i * 3600_000),
+        }),
       ),
     );
-    expect(outcomes.filter((o) => o.status === "rejected").map((o) => String((o as PromiseRejectedResult).reason))).toEqual([]);
+    expect(
+      outcomes.filter((o) => o.status === "rejected").map((o) => String((o as PromiseRejectedResult).reason)),
+    ).toEqual([]);
     const { stats } = await h.ledger.batchGetPartnershipStats({ productId, partnershipIds: [aff.id, sponsor.id] });
     expect(stats[aff.id]?.conversions).toBe(40n);
     expect(stats[sponsor.id]?.approvedCount).toBe(40n);
