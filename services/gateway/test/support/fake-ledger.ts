@@ -20,15 +20,8 @@ import {
 import type { Partnership } from "@affiliate/proto/partners";
 import { create } from "@bufbuild/protobuf";
 import { timestampFromDate } from "@bufbuild/protobuf/wkt";
-import {
-  type Client,
-  Code,
-  ConnectError,
-  createClient,
-  createRouterTransport,
-  type ServiceImpl,
-  type Transport,
-} from "@connectrpc/connect";
+import { type Client, Code, ConnectError, type ServiceImpl, type Transport } from "@connectrpc/connect";
+import { CallLog, serveRecorded } from "./recorded-service.js";
 
 export type LedgerMethod = keyof ServiceImpl<typeof LedgerService>;
 
@@ -57,12 +50,9 @@ export function metrics(base: number): Metrics {
  * test, and stats answer figures the test sets. It counts calls, records requests, and can be
  * told to fail a method with a given ConnectError.
  */
-export class FakeLedger {
+export class FakeLedger extends CallLog<LedgerMethod> {
   readonly transport: Transport;
   readonly client: Client<typeof LedgerService>;
-  readonly calls = new Map<LedgerMethod, number>();
-  readonly requests: { method: LedgerMethod; request: unknown }[] = [];
-  readonly failures = new Map<LedgerMethod, ConnectError>();
   readonly commissions = new Map<string, Commission>();
   /** All-time figures per partnership id; ids not here answer zeros, as the ledger does. */
   readonly partnershipStats = new Map<string, PartnershipStats>();
@@ -82,30 +72,8 @@ export class FakeLedger {
   readonly now = new Date("2025-03-04T05:06:07.890Z");
 
   constructor() {
-    const impl = this.#implementation();
-    const counted = Object.fromEntries(
-      Object.entries(impl).map(([method, handler]) => [
-        method,
-        async (request: unknown, context: unknown) => {
-          const name = method as LedgerMethod;
-          this.calls.set(name, this.callsOf(name) + 1);
-          this.requests.push({ method: name, request });
-          const failure = this.failures.get(name);
-          if (failure) throw failure;
-          return (handler as (request: unknown, context: unknown) => unknown)(request, context);
-        },
-      ]),
-    ) as Partial<ServiceImpl<typeof LedgerService>>;
-    this.transport = createRouterTransport(({ service }) => service(LedgerService, counted));
-    this.client = createClient(LedgerService, this.transport);
-  }
-
-  callsOf(method: LedgerMethod): number {
-    return this.calls.get(method) ?? 0;
-  }
-
-  requestsOf(method: LedgerMethod): unknown[] {
-    return this.requests.filter((entry) => entry.method === method).map((entry) => entry.request);
+    super();
+    ({ transport: this.transport, client: this.client } = serveRecorded(LedgerService, this.#implementation(), this));
   }
 
   /** Sets a partnership's all-time figures, every field different. */

@@ -12,15 +12,8 @@ import {
 } from "@affiliate/proto/partners";
 import { create } from "@bufbuild/protobuf";
 import { timestampFromDate } from "@bufbuild/protobuf/wkt";
-import {
-  type Client,
-  Code,
-  ConnectError,
-  createClient,
-  createRouterTransport,
-  type ServiceImpl,
-  type Transport,
-} from "@connectrpc/connect";
+import { type Client, Code, ConnectError, type ServiceImpl, type Transport } from "@connectrpc/connect";
+import { CallLog, serveRecorded } from "./recorded-service.js";
 
 export type PartnersMethod = keyof ServiceImpl<typeof PartnersService>;
 
@@ -43,12 +36,9 @@ const allowedTransitions: Record<PartnershipStatus, PartnershipStatus[]> = {
  * keys, programs, affiliate profiles and partnerships. It counts calls, records requests, and
  * can be told to fail a method with a given ConnectError.
  */
-export class FakePartners {
+export class FakePartners extends CallLog<PartnersMethod> {
   readonly transport: Transport;
   readonly client: Client<typeof PartnersService>;
-  readonly calls = new Map<PartnersMethod, number>();
-  readonly requests: { method: PartnersMethod; request: unknown }[] = [];
-  readonly failures = new Map<PartnersMethod, ConnectError>();
   readonly partnerships = new Map<string, Partnership>();
   readonly programs = new Map<string, Program>();
   readonly #keys = new Map<string, { productId: string; mode: KeyMode }>();
@@ -57,30 +47,8 @@ export class FakePartners {
   #clock = Date.parse("2025-01-02T03:04:05.678Z");
 
   constructor() {
-    const impl = this.#implementation();
-    const counted = Object.fromEntries(
-      Object.entries(impl).map(([method, handler]) => [
-        method,
-        async (request: unknown, context: unknown) => {
-          const name = method as PartnersMethod;
-          this.calls.set(name, this.callsOf(name) + 1);
-          this.requests.push({ method: name, request });
-          const failure = this.failures.get(name);
-          if (failure) throw failure;
-          return (handler as (request: unknown, context: unknown) => unknown)(request, context);
-        },
-      ]),
-    ) as Partial<ServiceImpl<typeof PartnersService>>;
-    this.transport = createRouterTransport(({ service }) => service(PartnersService, counted));
-    this.client = createClient(PartnersService, this.transport);
-  }
-
-  callsOf(method: PartnersMethod): number {
-    return this.calls.get(method) ?? 0;
-  }
-
-  requestsOf(method: PartnersMethod): unknown[] {
-    return this.requests.filter((entry) => entry.method === method).map((entry) => entry.request);
+    super();
+    ({ transport: this.transport, client: this.client } = serveRecorded(PartnersService, this.#implementation(), this));
   }
 
   addProduct(name = "Acme"): FakeProduct {

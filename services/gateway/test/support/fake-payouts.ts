@@ -3,15 +3,8 @@ import type { Partnership } from "@affiliate/proto/partners";
 import { type Payout, PayoutAction, PayoutSchema, PayoutStatus, PayoutsService } from "@affiliate/proto/payouts";
 import { create } from "@bufbuild/protobuf";
 import { timestampFromDate } from "@bufbuild/protobuf/wkt";
-import {
-  type Client,
-  Code,
-  ConnectError,
-  createClient,
-  createRouterTransport,
-  type ServiceImpl,
-  type Transport,
-} from "@connectrpc/connect";
+import { type Client, Code, ConnectError, type ServiceImpl, type Transport } from "@connectrpc/connect";
+import { CallLog, serveRecorded } from "./recorded-service.js";
 
 export type PayoutsMethod = keyof ServiceImpl<typeof PayoutsService>;
 
@@ -45,12 +38,9 @@ const rules: Record<Exclude<PayoutAction, PayoutAction.UNSPECIFIED>, { from: Pay
  * or generated from balances it sets; the actions follow spec 3.2. It counts calls, records
  * requests, and can be told to fail a method with a given ConnectError.
  */
-export class FakePayouts {
+export class FakePayouts extends CallLog<PayoutsMethod> {
   readonly transport: Transport;
   readonly client: Client<typeof PayoutsService>;
-  readonly calls = new Map<PayoutsMethod, number>();
-  readonly requests: { method: PayoutsMethod; request: unknown }[] = [];
-  readonly failures = new Map<PayoutsMethod, ConnectError>();
   readonly payouts = new Map<string, Payout>();
   /** What GeneratePayouts turns into pending payouts (those of the calling product), then forgets. */
   balances: Balance[] = [];
@@ -58,30 +48,8 @@ export class FakePayouts {
   #sequence = 0;
 
   constructor() {
-    const impl = this.#implementation();
-    const counted = Object.fromEntries(
-      Object.entries(impl).map(([method, handler]) => [
-        method,
-        async (request: unknown, context: unknown) => {
-          const name = method as PayoutsMethod;
-          this.calls.set(name, this.callsOf(name) + 1);
-          this.requests.push({ method: name, request });
-          const failure = this.failures.get(name);
-          if (failure) throw failure;
-          return (handler as (request: unknown, context: unknown) => unknown)(request, context);
-        },
-      ]),
-    ) as Partial<ServiceImpl<typeof PayoutsService>>;
-    this.transport = createRouterTransport(({ service }) => service(PayoutsService, counted));
-    this.client = createClient(PayoutsService, this.transport);
-  }
-
-  callsOf(method: PayoutsMethod): number {
-    return this.calls.get(method) ?? 0;
-  }
-
-  requestsOf(method: PayoutsMethod): unknown[] {
-    return this.requests.filter((entry) => entry.method === method).map((entry) => entry.request);
+    super();
+    ({ transport: this.transport, client: this.client } = serveRecorded(PayoutsService, this.#implementation(), this));
   }
 
   /** Puts a payout of the partnership straight into the store. */
