@@ -197,6 +197,8 @@ describe("POST /api/v1/payouts/generate", () => {
       ["pending", 5000, 0, 1, "sam@example.com"],
     ]);
     expect(payouts.requestsOf("generatePayouts")).toMatchObject([{ productId: product.productId }]);
+    // A long deadline: generation for a large program takes more than the default 5 s.
+    expect(payouts.lastGenerationDeadlineMs).toBeGreaterThan(5 * 60 * 1000);
     expect(fake.requestsOf("batchGetPartnerships")).toMatchObject([{ partnershipIds: [jane.id, sam.id] }]);
 
     // Nothing due any more: an empty list, partners not asked.

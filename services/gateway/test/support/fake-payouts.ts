@@ -44,6 +44,8 @@ export class FakePayouts extends CallLog<PayoutsMethod> {
   readonly payouts = new Map<string, Payout>();
   /** What GeneratePayouts turns into pending payouts (those of the calling product), then forgets. */
   balances: Balance[] = [];
+  /** The deadline (ms left) the last GeneratePayouts call arrived with. */
+  lastGenerationDeadlineMs: number | undefined;
   readonly now = new Date("2025-03-04T05:06:07.890Z");
   #sequence = 0;
 
@@ -83,7 +85,8 @@ export class FakePayouts extends CallLog<PayoutsMethod> {
 
   #implementation(): Partial<ServiceImpl<typeof PayoutsService>> {
     return {
-      generatePayouts: ({ productId }) => {
+      generatePayouts: ({ productId }, context) => {
+        this.lastGenerationDeadlineMs = context.timeoutMs();
         const due = this.balances.filter((balance) => balance.partnership.productId === productId);
         this.balances = this.balances.filter((balance) => !due.includes(balance));
         const payouts = due.map((balance) =>

@@ -20,6 +20,9 @@ import {
   updatePayoutBodySchema,
 } from "../../schemas/payouts.js";
 
+/** How long POST /api/v1/payouts/generate waits for the payouts service. */
+export const generationTimeoutMs = 10 * 60 * 1000;
+
 export interface PayoutsRouteDeps {
   payouts: Client<typeof PayoutsService>;
   directory: PartnersDirectory;
@@ -64,7 +67,10 @@ export async function payoutsRoutes(app: FastifyInstance, { payouts, directory }
   app.post("/payouts/generate", async (request) => {
     parseOrThrow(generatePayoutsBodySchema, request.body);
     const productId = request.productId;
-    const { payouts: created } = await payouts.generatePayouts({ productId });
+    // Generation is work in proportion to the program (seconds to minutes for thousands of
+    // partnerships), not a lookup: the default 5 s deadline would answer 503 while it goes on,
+    // and a client retrying that 503 would start a second generation alongside it.
+    const { payouts: created } = await payouts.generatePayouts({ productId }, { timeoutMs: generationTimeoutMs });
     return { data: await compose(productId, created) };
   });
 
