@@ -18,6 +18,8 @@ import { authenticatedRead } from "./sections/authenticated-read.js";
 import { bulkRegistration } from "./sections/bulk-registration.js";
 import { listLatency } from "./sections/list-latency.js";
 import { type RssSample, reportMemory, sampleIdleMemory } from "./sections/memory.js";
+import { payoutGeneration } from "./sections/payout-generation.js";
+import { refunds } from "./sections/refunds.js";
 import { statsLatency } from "./sections/stats-latency.js";
 import { trackingThroughput } from "./sections/tracking-throughput.js";
 
@@ -74,7 +76,7 @@ async function section<T>(name: SectionName, run: () => Promise<T>): Promise<voi
 
 async function main(): Promise<void> {
   console.log(
-    `bench: sections ${[...config.sections].join(",")}; partnerships ${config.partnerships}, events ${config.events}/${config.smallEvents}, ${config.connections} connections x ${config.durationS} s, ${config.samples} sequential samples`,
+    `bench: sections ${[...config.sections].join(",")}; partnerships ${config.partnerships}, events ${config.events}/${config.smallEvents}, ${config.connections} connections x ${config.durationS} s, ${config.samples} sequential samples, refund payments ${config.refundPayments}, payouts ${config.payoutPartnerships}/${config.payoutCommissions}`,
   );
   const database = await createTestDatabase();
   teardownSteps.push(() => database.drop());
@@ -132,6 +134,8 @@ async function main(): Promise<void> {
   await section("C", () => bulkRegistration(ctx));
   await section("E", () => trackingThroughput(ctx));
   await section("F", () => statsLatency(ctx));
+  await section("G", () => refunds(ctx));
+  await section("H", () => payoutGeneration(ctx));
   if (idle) {
     const idleSample = idle;
     await section("D", () => reportMemory(ctx, idleSample));

@@ -9,11 +9,11 @@ export interface BenchConfig {
   samples: number;
   /** A: autocannon run per list URL, in seconds (0 skips it). */
   listDurationS: number;
-  /** B, E: autocannon run per case, in seconds. */
+  /** B, E, G: autocannon run per case, in seconds. */
   durationS: number;
   /** B, E: concurrent connections. */
   connections: number;
-  /** B, E and A's load part: cases alternate over this many rounds of durationS / rounds each. */
+  /** B, E, G and A's load part: cases alternate over this many rounds of durationS / rounds each. */
   rounds: number;
   /** Each load case is preceded by an unrecorded run of this length, so JIT and pools are warm. */
   warmupS: number;
@@ -22,9 +22,14 @@ export interface BenchConfig {
   /** F: events of the large product and of the small one. */
   events: number;
   smallEvents: number;
+  /** G: live payments seeded for the refunds to use up, one per request (warm-up included). */
+  refundPayments: number;
+  /** H: active partnerships holding the approved commissions, and those commissions. */
+  payoutPartnerships: number;
+  payoutCommissions: number;
 }
 
-export const sectionNames = ["A", "B", "C", "D", "E", "F"] as const;
+export const sectionNames = ["A", "B", "C", "D", "E", "F", "G", "H"] as const;
 export type SectionName = (typeof sectionNames)[number];
 
 function positiveInt(env: NodeJS.ProcessEnv, name: string, fallback: number, min = 1): number {
@@ -60,5 +65,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): BenchConfig {
     bulkRepeats: positiveInt(env, "BENCH_BULK_REPEATS", 10),
     events: positiveInt(env, "BENCH_EVENTS", 1_000_000),
     smallEvents: positiveInt(env, "BENCH_SMALL_EVENTS", 10_000),
+    refundPayments: positiveInt(env, "BENCH_REFUND_PAYMENTS", 50_000),
+    payoutPartnerships: positiveInt(env, "BENCH_PAYOUT_PARTNERSHIPS", 10_000),
+    payoutCommissions: positiveInt(env, "BENCH_PAYOUT_COMMISSIONS", 100_000),
   };
 }

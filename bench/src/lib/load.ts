@@ -10,6 +10,8 @@ export interface LoadCase {
   headers?: Record<string, string>;
   /** A fresh JSON body for every request (unique ids); absent for bodiless requests. */
   body?: () => unknown;
+  /** Headers of one request on top of `headers`, asked for every request (e.g. a key on some). */
+  requestHeaders?: () => Record<string, string> | undefined;
 }
 
 export interface LoadOptions {
@@ -123,6 +125,7 @@ async function sampled<T>(probe: DatabaseProbe | undefined, work: () => Promise<
 
 function runOnce(load: LoadCase, connections: number, seconds: number): Promise<Round> {
   const makeBody = load.body;
+  const makeHeaders = load.requestHeaders;
   const latencies: number[] = [];
   return new Promise((resolve, reject) => {
     const instance = autocannon(
@@ -132,13 +135,16 @@ function runOnce(load: LoadCase, connections: number, seconds: number): Promise<
         duration: seconds,
         method: load.method ?? "GET",
         headers: { ...load.headers, ...(makeBody ? { "content-type": "application/json" } : {}) },
-        // setupRequest runs before every request, so each one carries a body of its own.
-        ...(makeBody
+        // setupRequest runs before every request, so each one carries a body (and headers) of its own.
+        ...(makeBody || makeHeaders
           ? {
               requests: [
                 {
                   setupRequest: (request) => {
-                    request.body = JSON.stringify(makeBody());
+                    if (makeBody) request.body = JSON.stringify(makeBody());
+                    // A new object: autocannon's request template shares the one it passes in.
+                    const extra = makeHeaders?.();
+                    if (extra) request.headers = { ...request.headers, ...extra };
                     return request;
                   },
                 },
@@ -254,4 +260,45 @@ export function describeNon2xx(result: LoadResult): string {
   if (result.non2xx === 0) return "0";
   const failing = Object.entries(result.statusCodes).filter(([status]) => !status.startsWith("2"));
   return `${result.non2xx} (${failing.map(([status, count]) => `${status}: ${count}`).join(", ")})`;
+}
+
+export interface MeteredWork<T> {
+  value: T;
+  /** CPU seconds of each metered process group while the work ran and settled. */
+  cpuSeconds: Record<string, number>;
+  /** Wall seconds of the metering window: the work plus its settling. */
+  wallSeconds: number;
+  /** CPU seconds of all metered processes per wall second. */
+  coresBusy: number;
+  database?: DatabaseFigures;
+}
+
+/**
+ * Meters one piece of work that is not an autocannon run (a single long request): CPU of each
+ * process group, and the database sampled for lock waits, until what it started has finished.
+ */
+export async function meterWork<T>(
+  work: () => Promise<T>,
+  options: { processes: ProcessSet; database?: DatabaseProbe },
+): Promise<MeteredWork<T>> {
+  const started = performance.now();
+  const metered = await meterCpu(options.processes, () => sampled(options.database, work));
+  const wallSeconds = (performance.now() - started) / 1000;
+  const { value, samples, active, lockWaits, deadlocks } = metered.value;
+  const total = Object.values(metered.cpuSeconds).reduce((sum, seconds) => sum + seconds, 0);
+  return {
+    value,
+    cpuSeconds: metered.cpuSeconds,
+    wallSeconds,
+    coresBusy: total / Math.max(0.001, wallSeconds),
+    ...(options.database
+      ? {
+          database: {
+            active: active / Math.max(1, samples),
+            lockWaits: lockWaits / Math.max(1, samples),
+            deadlocks,
+          },
+        }
+      : {}),
+  };
 }
