@@ -35,13 +35,15 @@ import type { PublicPeriod, PublicStats, PublicTimeseriesPoint } from "./schemas
 import type { PublicEventType, PublicTrackedEvent, TrackEventBody } from "./schemas/tracking.js";
 import type { PartnershipFigures, PartnershipStats } from "./stats-source.js";
 
-const statusNames: Record<PartnershipStatus, PublicPartnershipStatus | undefined> = {
-  [PartnershipStatus.UNSPECIFIED]: undefined,
-  [PartnershipStatus.ACTIVE]: "active",
-  [PartnershipStatus.PENDING]: "pending",
-  [PartnershipStatus.REJECTED]: "rejected",
-  [PartnershipStatus.REMOVED]: "removed",
-};
+/**
+ * The public name of each proto enum value, derived from the one table of public names to proto
+ * values, so the two directions cannot drift; UNSPECIFIED (in no table) has no name.
+ */
+function namesOf<Name extends string, Value extends number>(values: Record<Name, Value>): Partial<Record<Value, Name>> {
+  return Object.fromEntries(Object.entries(values).map(([name, value]) => [value, name])) as Partial<
+    Record<Value, Name>
+  >;
+}
 
 const statusValues: Record<PublicPartnershipStatus, PartnershipStatus> = {
   active: PartnershipStatus.ACTIVE,
@@ -49,6 +51,7 @@ const statusValues: Record<PublicPartnershipStatus, PartnershipStatus> = {
   rejected: PartnershipStatus.REJECTED,
   removed: PartnershipStatus.REMOVED,
 };
+const statusNames = namesOf(statusValues);
 
 const actionNames: Record<RegistrationOutcome, BulkAction | undefined> = {
   [RegistrationOutcome.UNSPECIFIED]: undefined,
@@ -161,15 +164,6 @@ export function toPublicProgram(program: Program): PublicProgram {
   };
 }
 
-const commissionStatusNames: Record<CommissionStatus, PublicCommissionStatus | undefined> = {
-  [CommissionStatus.UNSPECIFIED]: undefined,
-  [CommissionStatus.PENDING]: "pending",
-  [CommissionStatus.APPROVED]: "approved",
-  [CommissionStatus.PAID]: "paid",
-  [CommissionStatus.REJECTED]: "rejected",
-  [CommissionStatus.REFUNDED]: "refunded",
-};
-
 const commissionStatusValues: Record<PublicCommissionStatus, CommissionStatus> = {
   pending: CommissionStatus.PENDING,
   approved: CommissionStatus.APPROVED,
@@ -177,19 +171,14 @@ const commissionStatusValues: Record<PublicCommissionStatus, CommissionStatus> =
   rejected: CommissionStatus.REJECTED,
   refunded: CommissionStatus.REFUNDED,
 };
-
-const eventTypeNames: Record<EventType, PublicEventType | undefined> = {
-  [EventType.UNSPECIFIED]: undefined,
-  [EventType.CLICK]: "click",
-  [EventType.SIGNUP]: "signup",
-  [EventType.PAYMENT]: "payment",
-};
+const commissionStatusNames = namesOf(commissionStatusValues);
 
 const eventTypeValues: Record<PublicEventType, EventType> = {
   click: EventType.CLICK,
   signup: EventType.SIGNUP,
   payment: EventType.PAYMENT,
 };
+const eventTypeNames = namesOf(eventTypeValues);
 
 const periodValues: Record<PublicPeriod, Period> = {
   "7d": Period.PERIOD_7D,
@@ -321,15 +310,6 @@ export function toPublicRefund(result: RefundResult | undefined): PublicRefundRe
   };
 }
 
-const payoutStatusNames: Record<PayoutStatus, PublicPayoutStatus | undefined> = {
-  [PayoutStatus.UNSPECIFIED]: undefined,
-  [PayoutStatus.PENDING]: "pending",
-  [PayoutStatus.APPROVED]: "approved",
-  [PayoutStatus.FAILED]: "failed",
-  [PayoutStatus.PROCESSING]: "processing",
-  [PayoutStatus.COMPLETED]: "completed",
-};
-
 const payoutStatusValues: Record<PublicPayoutStatus, PayoutStatus> = {
   pending: PayoutStatus.PENDING,
   approved: PayoutStatus.APPROVED,
@@ -337,6 +317,7 @@ const payoutStatusValues: Record<PublicPayoutStatus, PayoutStatus> = {
   processing: PayoutStatus.PROCESSING,
   completed: PayoutStatus.COMPLETED,
 };
+const payoutStatusNames = namesOf(payoutStatusValues);
 
 export function payoutStatusName(status: PayoutStatus): PublicPayoutStatus {
   const name = payoutStatusNames[status];
