@@ -37,7 +37,9 @@ export async function trackEvent(deps: TrackDeps, input: TrackInput): Promise<Tr
   const customerEmail = input.customerEmail === undefined ? undefined : normalizeEmail(input.customerEmail);
   const visitorId = input.visitorId ?? (input.type === "click" ? newVisitorId() : undefined);
 
-  // A retried payment is answered from the original without attributing it again.
+  // A retried payment is answered from the original without attributing it again: retries come
+  // when something is flaky, and attribution may need partners. The insert's ON CONFLICT below
+  // still decides replays that race each other.
   if (input.type === "payment" && input.externalId !== undefined) {
     const original = await findPaymentByExternalId(deps.sql, input.testMode, input.productId, input.externalId);
     if (original) return replayOf(deps.sql, input.testMode, original);
