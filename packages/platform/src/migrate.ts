@@ -2,7 +2,8 @@ import { createHash } from "node:crypto";
 import { readdir, readFile } from "node:fs/promises";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
-import type { Sql } from "./db.js";
+import { createSql, type Sql } from "./db.js";
+import { createLogger } from "./logger.js";
 
 export interface MigrationResult {
   applied: string[];
@@ -67,4 +68,29 @@ export async function migrate(sql: Sql, schema: string, directory: string): Prom
     }
   });
   return { applied };
+}
+
+/**
+ * The body of every service's `migrate.ts` (`npm run migrate`, a Kubernetes init container):
+ * applies the schema's migrations, logs what it did, and sets a failing exit code on error.
+ */
+export async function runMigrations(options: {
+  service: string;
+  schema: string;
+  directory: string;
+  databaseUrl: string;
+  logLevel: string;
+}): Promise<void> {
+  const name = `${options.service}-migrate`;
+  const logger = createLogger(name, options.logLevel);
+  const sql = createSql(options.databaseUrl, { schema: options.schema, max: 1, applicationName: name });
+  try {
+    const { applied } = await migrate(sql, options.schema, options.directory);
+    logger.info({ applied }, applied.length ? "migrations applied" : "schema up to date");
+  } catch (error) {
+    logger.error({ err: error }, "migration failed");
+    process.exitCode = 1;
+  } finally {
+    await sql.end();
+  }
 }

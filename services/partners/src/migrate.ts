@@ -1,17 +1,13 @@
-/** Applies the partners schema's migrations and exits: `npm run migrate`, or a Kubernetes Job. */
-import { createLogger, createSql, migrate } from "@affiliate/platform";
+/** Applies the partners schema's migrations and exits: `npm run migrate`, or a Kubernetes init container. */
+import { runMigrations } from "@affiliate/platform";
 import { loadPartnersConfig } from "./config.js";
 import { migrationsDirectory, schema } from "./server.js";
 
 const config = loadPartnersConfig();
-const logger = createLogger("partners-migrate", config.LOG_LEVEL);
-const sql = createSql(config.DATABASE_URL, { schema, max: 1, applicationName: "partners-migrate" });
-try {
-  const { applied } = await migrate(sql, schema, migrationsDirectory);
-  logger.info({ applied }, applied.length ? "migrations applied" : "schema up to date");
-} catch (error) {
-  logger.error({ err: error }, "migration failed");
-  process.exitCode = 1;
-} finally {
-  await sql.end();
-}
+await runMigrations({
+  service: "partners",
+  schema,
+  directory: migrationsDirectory,
+  databaseUrl: config.DATABASE_URL,
+  logLevel: config.LOG_LEVEL,
+});
