@@ -11,13 +11,23 @@ import {
   type Transport,
 } from "@connectrpc/connect";
 import { connectNodeAdapter, createConnectTransport } from "@connectrpc/connect-node";
-import { isConnectionError } from "./db.js";
+import type { NatsConnection } from "nats";
+import { isConnectionError, type Sql } from "./db.js";
 import { DomainError, toConnectError } from "./errors.js";
 import type { Logger } from "./logger.js";
 import { clientTracing, serverTracing } from "./tracing.js";
 
 /** Answers whether the process can serve: its database and broker respond. */
 export type ReadinessCheck = () => Promise<boolean>;
+
+/** The readiness of a service with a schema and events: its database answers and NATS is not closed. */
+export function databaseAndBrokerReady(sql: Sql, nats: NatsConnection): ReadinessCheck {
+  return async () => {
+    if (nats.isClosed()) return false;
+    await sql`select 1`;
+    return true;
+  };
+}
 
 /**
  * Turns what a handler throws into what the caller should see: DomainErrors keep their meaning,

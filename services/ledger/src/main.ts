@@ -8,6 +8,7 @@ import {
   createLogger,
   createRpcTransport,
   createSql,
+  databaseAndBrokerReady,
   ensureStream,
   exitOnUnhandledFailure,
   onShutdown,
@@ -79,11 +80,7 @@ const server = await startRpcServer({
   host: config.RPC_HOST,
   logger,
   routes: routes({ sql, partners, pageTokens: new PageTokens(config.PAGE_TOKEN_SECRET), clock: () => new Date() }),
-  readiness: async () => {
-    if (nats.isClosed()) return false;
-    await sql`select 1`;
-    return true;
-  },
+  readiness: databaseAndBrokerReady(sql, nats),
 });
 
 onShutdown(logger, [

@@ -3,6 +3,7 @@ import {
   connectNats,
   createLogger,
   createSql,
+  databaseAndBrokerReady,
   ensureStream,
   exitOnUnhandledFailure,
   onShutdown,
@@ -26,11 +27,7 @@ const server = await startRpcServer({
   host: config.RPC_HOST,
   logger,
   routes: routes({ sql, pageTokens: new PageTokens(config.PAGE_TOKEN_SECRET) }),
-  readiness: async () => {
-    if (nats.isClosed()) return false;
-    await sql`select 1`;
-    return true;
-  },
+  readiness: databaseAndBrokerReady(sql, nats),
 });
 
 onShutdown(logger, [

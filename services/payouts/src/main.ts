@@ -5,6 +5,7 @@ import {
   createLogger,
   createRpcTransport,
   createSql,
+  databaseAndBrokerReady,
   ensureStream,
   exitOnUnhandledFailure,
   onShutdown,
@@ -90,11 +91,7 @@ const server = await startRpcServer({
   host: config.RPC_HOST,
   logger,
   routes: routes({ ...deps, pageTokens: new PageTokens(config.PAGE_TOKEN_SECRET) }),
-  readiness: async () => {
-    if (nats.isClosed()) return false;
-    await sql`select 1`;
-    return true;
-  },
+  readiness: databaseAndBrokerReady(sql, nats),
 });
 
 onShutdown(logger, [
