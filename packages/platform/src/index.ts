@@ -3,6 +3,7 @@ export * from "./consumer.js";
 export * from "./db.js";
 export * from "./errors.js";
 export * from "./events.js";
+export * from "./follow-while-connected.js";
 export * from "./ids.js";
 export * from "./logger.js";
 export * from "./migrate.js";

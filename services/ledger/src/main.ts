@@ -37,19 +37,14 @@ const partners = new CachedPartnersDirectory(createClient(PartnersService, creat
   ttlMs: config.ATTRIBUTION_CACHE_TTL_MS,
   maxEntries: 50_000,
 });
+// Its own connection: the follow reports itself not-following on a disconnect and follows afresh
+// after a reconnect, and closes the connection on stop.
 const following = followPartnersEvents({
   directory: partners,
-  js: nats.jetstream(),
+  connect: () => connectNats(config.NATS_URL, "ledger-partners-events"),
   namespace: config.EVENTS_NAMESPACE,
   logger,
 });
-// While NATS is away, eviction events cannot arrive: stop trusting the cache until it is back.
-void (async () => {
-  for await (const status of nats.status()) {
-    if (status.type === "disconnect") partners.setFollowing(false);
-    if (status.type === "reconnect") partners.setFollowing(true);
-  }
-})();
 
 const sweep = setInterval(() => {
   approveDueCommissions(sql, new Date())

@@ -1,4 +1,4 @@
-import { followEvents, type JetStreamClient, type Logger, streamName } from "@affiliate/platform";
+import { followWhileConnected, type Logger, type NatsConnection, streamName } from "@affiliate/platform";
 import {
   PartnershipStatus,
   PartnershipStatusChangedSchema,
@@ -103,52 +103,37 @@ export class CachedPartnersDirectory implements PartnersDirectory {
   }
 }
 
+/** Evicts the product a partners status or program event concerns. */
+export function evictOnPartnersEvent(directory: CachedPartnersDirectory) {
+  return ({ subject, data }: { subject: string; data: Uint8Array }): void => {
+    if (subject === "partners.partnership.status_changed") {
+      const productId = fromBinary(PartnershipStatusChangedSchema, data).partnership?.productId;
+      if (productId) directory.evictProduct(productId);
+    } else if (subject === "partners.program.updated") {
+      const productId = fromBinary(ProgramUpdatedSchema, data).program?.productId;
+      if (productId) directory.evictProduct(productId);
+    }
+  };
+}
+
 /**
- * Keeps the directory's cache honest: follows partners' status and program events and evicts
- * the product they concern. Retries until partners' stream exists; reports whether it follows.
+ * Keeps the directory's cache honest: follows partners' events on this replica and evicts the
+ * product they concern; the cache is trusted only while following (see followWhileConnected).
  */
 export function followPartnersEvents(options: {
   directory: CachedPartnersDirectory;
-  js: JetStreamClient;
+  connect: () => Promise<NatsConnection>;
   namespace: string;
   logger: Logger;
 }): { stop(): Promise<void> } {
-  const { directory, js, namespace, logger } = options;
-  let stopped = false;
-  let subscription: { stop(): Promise<void> } | undefined;
-  const stream = streamName({ service: "partners", namespace });
-  const loop = (async () => {
-    while (!stopped && !subscription) {
-      try {
-        subscription = await followEvents({
-          js,
-          stream,
-          subject: "partners.>",
-          namespace,
-          logger,
-          handle: ({ subject, data }) => {
-            if (subject === "partners.partnership.status_changed") {
-              const productId = fromBinary(PartnershipStatusChangedSchema, data).partnership?.productId;
-              if (productId) directory.evictProduct(productId);
-            } else if (subject === "partners.program.updated") {
-              const productId = fromBinary(ProgramUpdatedSchema, data).program?.productId;
-              if (productId) directory.evictProduct(productId);
-            }
-          },
-        });
-        directory.setFollowing(true);
-      } catch (error) {
-        logger.warn({ err: error }, "cannot follow partners events yet; attribution lookups bypass the cache");
-        await new Promise((resolve) => setTimeout(resolve, 1000));
-      }
-    }
-  })();
-  return {
-    async stop() {
-      stopped = true;
-      await loop;
-      directory.setFollowing(false);
-      await subscription?.stop();
-    },
-  };
+  return followWhileConnected({
+    connect: options.connect,
+    stream: streamName({ service: "partners", namespace: options.namespace }),
+    subject: "partners.>",
+    namespace: options.namespace,
+    logger: options.logger,
+    purpose: "partnership and program changes",
+    handle: evictOnPartnersEvent(options.directory),
+    onFollowing: (following) => options.directory.setFollowing(following),
+  });
 }

@@ -1,0 +1,129 @@
+import { setTimeout as sleep } from "node:timers/promises";
+import { Events, type NatsConnection } from "nats";
+import { type FollowOptions, followEvents } from "./consumer.js";
+import type { Logger } from "./logger.js";
+
+export interface FollowWhileConnectedOptions {
+  /** Opens the NATS connection, which the follow then owns (and closes on stop). */
+  connect: () => Promise<NatsConnection>;
+  /** The producing service's stream (streamName()). */
+  stream: string;
+  /** Domain subject filter, e.g. "partners.product.keys_rotated". */
+  subject: string;
+  namespace: string;
+  logger: Logger;
+  /** What the logs call this feed, e.g. "key rotations". */
+  purpose: string;
+  handle: FollowOptions["handle"];
+  /**
+   * Told whether events are being followed right now. A cache that these events evict may be
+   * trusted only while it is told true: otherwise an eviction could be missed.
+   */
+  onFollowing(following: boolean): void;
+  /** Delay between attempts to connect or to follow the stream. */
+  retryMs?: number;
+  /** Replaceable in tests; the platform's ordered consumer otherwise. */
+  follow?: typeof followEvents;
+}
+
+/**
+ * Follows a subject on every replica for as long as the process runs, for caches each replica
+ * keeps (the gateway's keys, the ledger's attribution data). It retries until NATS answers and
+ * the stream exists (the producer may start later), reports not-following while NATS is
+ * disconnected, and after a reconnect follows afresh rather than trusting the old consumer to
+ * have caught up.
+ */
+export function followWhileConnected(options: FollowWhileConnectedOptions): { stop(): Promise<void> } {
+  const { logger, stream, purpose } = options;
+  const retryMs = options.retryMs ?? 1000;
+  const follow = options.follow ?? followEvents;
+  const stopping = new AbortController();
+  let connection: NatsConnection | undefined;
+  let following: { stop(): Promise<void> } | undefined;
+  let attempt = 0;
+
+  const pause = () => sleep(retryMs, undefined, { signal: stopping.signal }).catch(() => undefined);
+
+  const stopFollowing = () => {
+    const current = following;
+    following = undefined;
+    current?.stop().catch((error: unknown) => logger.warn({ err: error, purpose }, "stopping a follow failed"));
+  };
+
+  const startFollowing = async (nc: NatsConnection) => {
+    const mine = ++attempt;
+    options.onFollowing(false);
+    stopFollowing();
+    for (let tries = 0; mine === attempt && !stopping.signal.aborted; tries++) {
+      try {
+        const started = await follow({
+          js: nc.jetstream(),
+          stream,
+          subject: options.subject,
+          namespace: options.namespace,
+          logger,
+          handle: options.handle,
+        });
+        if (mine !== attempt || stopping.signal.aborted) {
+          await started.stop();
+          return;
+        }
+        following = started;
+        options.onFollowing(true);
+        logger.info({ stream, purpose }, "following events; cache enabled");
+        return;
+      } catch (error) {
+        if (tries === 0)
+          logger.warn({ reason: String(error), stream, purpose }, "cannot follow events yet; cache bypassed");
+        await pause();
+      }
+    }
+  };
+
+  const watchConnection = async (nc: NatsConnection) => {
+    for await (const status of nc.status()) {
+      if (status.type === Events.Disconnect) {
+        attempt++;
+        options.onFollowing(false);
+        stopFollowing();
+        logger.warn({ purpose }, "nats disconnected; cache bypassed");
+      } else if (status.type === Events.Reconnect) {
+        void startFollowing(nc);
+      }
+    }
+  };
+
+  const run = async () => {
+    for (let tries = 0; !stopping.signal.aborted; tries++) {
+      try {
+        const nc = await options.connect();
+        if (stopping.signal.aborted) {
+          await nc.close();
+          return;
+        }
+        connection = nc;
+        void watchConnection(nc).catch((error: unknown) =>
+          logger.error({ err: error, purpose }, "nats status watch failed"),
+        );
+        await startFollowing(nc);
+        return;
+      } catch (error) {
+        if (tries === 0) logger.warn({ reason: String(error), purpose }, "cannot reach nats yet; cache bypassed");
+        await pause();
+      }
+    }
+  };
+
+  void run();
+
+  return {
+    async stop() {
+      stopping.abort();
+      attempt++;
+      options.onFollowing(false);
+      await following?.stop();
+      following = undefined;
+      await connection?.close();
+    },
+  };
+}
