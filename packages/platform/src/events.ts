@@ -83,4 +83,30 @@ export async function enqueueEvent<Desc extends DescMessage>(
             ${tx.json(currentTraceHeaders())})`;
 }
 
+/**
+ * Writes many events of one subject into the outbox of `tx` with one statement, as enqueueEvent
+ * writes one: for a use case that changes many records at once (a payout generation's batch).
+ * Their `seq` follows the order given. The outbox trigger notifies per statement, so the relay
+ * is woken once for all of them.
+ */
+export async function enqueueEvents<Desc extends DescMessage>(
+  tx: Queryable,
+  subject: string,
+  schema: Desc,
+  messages: (MessageShape<Desc> & { id: string })[],
+): Promise<void> {
+  if (messages.length === 0) return;
+  const ids = messages.map((message) => message.id);
+  // As base64 text: postgres.js binds a bytea[] parameter only once the pool knows its array types.
+  const payloads = messages.map((message) => {
+    const bytes = toBinary(schema, message);
+    return Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString("base64");
+  });
+  await tx`
+    insert into outbox (id, subject, payload, headers)
+    select event.id, ${subject}, decode(event.payload, 'base64'), ${tx.json(currentTraceHeaders())}
+    from unnest(${ids}::text[], ${payloads}::text[]) with ordinality as event(id, payload, position)
+    order by event.position`;
+}
+
 export { AckPolicy, DeliverPolicy, type JetStreamClient, type JsMsg, type NatsConnection };

@@ -7,7 +7,7 @@ import { node } from "@opentelemetry/sdk-node";
 import type { JetStreamClient, JetStreamManager, NatsConnection } from "nats";
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { createSql, type Sql } from "../src/db.js";
-import { connectNats, enqueueEvent, ensureStream } from "../src/events.js";
+import { connectNats, enqueueEvent, enqueueEvents, ensureStream } from "../src/events.js";
 import { newId } from "../src/ids.js";
 import { migrate } from "../src/migrate.js";
 import { type OutboxRelay, type OutboxRelayOptions, startOutboxRelay } from "../src/outbox-relay.js";
@@ -152,6 +152,30 @@ describe("outbox relay", () => {
       timeoutMs: 20_000,
     });
     expect(await messageIds()).toEqual([first.id, second.id]);
+  });
+
+  it("enqueues many events with one statement, in order, and the relay wakes for them", async () => {
+    const first = await enqueue();
+    relay({ pollMs: 60_000 });
+    await eventually("the first event published", async () => (await outboxIds()).length === 0);
+    await eventually("the relay listening", async () => {
+      const rows = await sql`
+        select 1 from pg_stat_activity
+        where datname = current_database() and query ilike ${`listen%${schema}_outbox%`}`;
+      return rows.length > 0;
+    });
+
+    const batch = Array.from({ length: 5 }, (_, i) => keysRotated(`prd_batch_${i}`));
+    await sql.begin(async (tx) => {
+      await enqueueEvents(tx, subject, ProductKeysRotatedSchema, batch);
+      await enqueueEvents(tx, subject, ProductKeysRotatedSchema, []);
+    });
+
+    // Published by NOTIFY (a minute between polls), in the order given, each as it was written.
+    await eventually("the batch published", async () => (await messageIds()).length === 6, { timeoutMs: 20_000 });
+    expect(await messageIds()).toEqual([first.id, ...batch.map((event) => event.id)]);
+    const published = (await streamMessages()).slice(1);
+    expect(published.map((message) => fromBinary(ProductKeysRotatedSchema, message.data))).toEqual(batch);
   });
 
   it("publishes an event twice at most once: the stream drops a re-publish of the same id", async () => {

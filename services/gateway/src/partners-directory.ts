@@ -15,14 +15,26 @@ export interface PartnersDirectory {
   countActivePartnerships(productId: string): Promise<number>;
 }
 
-/** Partners' BatchGetPartnerships and CountPartnerships: one RPC per use, never one per item. */
+/** BatchGetPartnerships takes at most this many ids per call. */
+const batchGetLimit = 100;
+
+/**
+ * Partners' BatchGetPartnerships and CountPartnerships: one RPC per 100 items (a payout
+ * generation's answer can name thousands of partnerships), never one per item.
+ */
 export function partnersDirectory(partners: Client<typeof PartnersService>): PartnersDirectory {
   return {
     async partnershipsByIds(productId, partnershipIds) {
       const unique = [...new Set(partnershipIds)];
       if (unique.length === 0) return new Map();
-      const { partnerships } = await partners.batchGetPartnerships({ productId, partnershipIds: unique });
-      return new Map(partnerships.map((partnership) => [partnership.id, partnership]));
+      const batches: string[][] = [];
+      for (let start = 0; start < unique.length; start += batchGetLimit) {
+        batches.push(unique.slice(start, start + batchGetLimit));
+      }
+      const answers = await Promise.all(
+        batches.map((partnershipIds) => partners.batchGetPartnerships({ productId, partnershipIds })),
+      );
+      return new Map(answers.flatMap(({ partnerships }) => partnerships.map((p) => [p.id, p] as const)));
     },
     async countActivePartnerships(productId) {
       const { count } = await partners.countPartnerships({ productId, status: PartnershipStatus.ACTIVE });

@@ -208,6 +208,22 @@ describe("POST /api/v1/payouts/generate", () => {
     expect(fake.callsOf("batchGetPartnerships")).toBe(1);
   });
 
+  it("composes the affiliates of a generation larger than one partners batch, 100 ids per call", async () => {
+    const { call, fake, payouts, product } = payoutsGateway();
+    const partnerships = Array.from({ length: 250 }, (_, i) =>
+      fake.seed(product.productId, `affiliate-${i}@example.com`),
+    );
+    payouts.balances = partnerships.map((partnership) => ({ partnership, amountCents: 1000n, commissionCount: 1n }));
+
+    const response = await call("POST", "/api/v1/payouts/generate");
+
+    expect(response.statusCode).toBe(200);
+    const body = expectBody(generatePayoutsResponseSchema, response.json());
+    expect(body.data.map((p) => p.affiliate.email)).toEqual(partnerships.map((_, i) => `affiliate-${i}@example.com`));
+    const calls = fake.requestsOf("batchGetPartnerships") as { partnershipIds: string[] }[];
+    expect(calls.map((c) => c.partnershipIds.length)).toEqual([100, 100, 50]);
+  });
+
   it("answers 400 with the envelope for a body with fields, without asking payouts", async () => {
     const { call, payouts } = payoutsGateway();
     const response = await call("POST", "/api/v1/payouts/generate", { body: { partnership_id: "ptn_1" } });

@@ -93,3 +93,15 @@ export function track(h: Harness, request: TrackInit) {
 
 export const day = 24 * 3600 * 1000;
 export { EventType };
+
+/**
+ * Polls `condition` until it holds. The deadline only bounds a broken run; it is generous and
+ * never what a test asserts.
+ */
+export async function eventually(condition: () => Promise<boolean> | boolean): Promise<void> {
+  const deadline = Date.now() + 20_000;
+  while (!(await condition())) {
+    if (Date.now() > deadline) throw new Error("timed out waiting for a condition");
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+}

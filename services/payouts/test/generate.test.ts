@@ -2,8 +2,8 @@ import { newId } from "@affiliate/platform";
 import { PayoutStatus } from "@affiliate/proto/payouts";
 import { Code } from "@connectrpc/connect";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
-import { finishDrafts } from "../src/domain/finish-drafts.js";
-import { reserveDraft } from "../src/domain/generate-payouts.js";
+import { finishDrafts, payoutBatchSize } from "../src/domain/finish-drafts.js";
+import { reserveDrafts } from "../src/domain/generate-payouts.js";
 import { runScheduledGeneration } from "../src/domain/scheduled-generation.js";
 import { adjustmentsOf, linksOf, unappliedAdjustment } from "./fixtures.js";
 import {
@@ -26,6 +26,9 @@ afterEach(async () => {
   expect(await invariantViolations(h)).toEqual([]);
 });
 afterAll(() => h.close());
+
+const linksOfPayouts = async (payoutIds: string[]) =>
+  h.sql`select commission_id from payout_commissions where payout_id = any(${payoutIds}::text[])`;
 
 const payoutsOf = async (productId: string) =>
   h.sql<{ id: string; partnershipId: string; status: string; amountCents: number }[]>`
@@ -164,6 +167,89 @@ describe("generating payouts", () => {
   });
 });
 
+describe("generating in batches", () => {
+  it("creates one payout per partnership over several batches, each with its own sums and event", async () => {
+    const productId = h.partners.product(100);
+    const count = payoutBatchSize * 2 + 1;
+    const partnerships = Array.from({ length: count }, () => h.partners.partnership(productId));
+    // Amounts differ per partnership; every third also nets an adjustment.
+    const expected = new Map<string, { amountCents: number; adjustmentCents: number; commissions: string[] }>();
+    for (const [i, partnershipId] of partnerships.entries()) {
+      const commissions = [h.ledger.add(productId, partnershipId, 1000 + i)];
+      if (i % 2 === 0) commissions.push(h.ledger.add(productId, partnershipId, 500));
+      const adjustmentCents = i % 3 === 0 ? -300 : 0;
+      if (adjustmentCents) await unappliedAdjustment(h, productId, partnershipId, adjustmentCents);
+      const commissionCents = 1000 + i + (i % 2 === 0 ? 500 : 0);
+      expected.set(partnershipId, { amountCents: commissionCents + adjustmentCents, adjustmentCents, commissions });
+    }
+    h.ledger.claimSizes.length = 0;
+
+    const { payouts } = await h.payouts.generatePayouts({ productId });
+
+    // One claim call per batch, never more than a batch.
+    expect(h.ledger.claimSizes).toEqual([payoutBatchSize, payoutBatchSize, 1]);
+    expect(payouts.map((p) => p.partnershipId)).toEqual([...partnerships].sort());
+    for (const payout of payouts) {
+      const want = expected.get(payout.partnershipId);
+      expect(payout).toMatchObject({
+        status: PayoutStatus.PENDING,
+        amountCents: BigInt(want?.amountCents ?? 0),
+        adjustmentCents: BigInt(want?.adjustmentCents ?? 0),
+        commissionCount: BigInt(want?.commissions.length ?? 0),
+      });
+      expect(h.ledger.linkedTo(payout.id).sort()).toEqual([...(want?.commissions ?? [])].sort());
+    }
+    const events = await outboxEvents(h);
+    const created = new Map(events.filter((e) => e.payout.productId === productId).map((e) => [e.payout.id, e]));
+    expect(created.size).toBe(count);
+    for (const payout of payouts) {
+      expect(created.get(payout.id)).toMatchObject({
+        subject: "payouts.payout.created",
+        payout: { amountCents: payout.amountCents },
+      });
+    }
+    expect(await h.sql`select id from payouts where product_id = ${productId} and status = 'draft'`).toEqual([]);
+  });
+
+  it("drops only the payouts of a batch that no longer qualify, frees their adjustments and releases their claims", async () => {
+    const productId = h.partners.product(5000);
+    const [kept, cut, cutWithAdjustment, alsoKept] = [0, 1, 2, 3].map(() => h.partners.partnership(productId));
+    const keptCommission = h.ledger.add(productId, kept ?? "", 6000);
+    const cutCommission = h.ledger.add(productId, cut ?? "", 6000);
+    const cutWithAdjustmentCommission = h.ledger.add(productId, cutWithAdjustment ?? "", 7000);
+    const adjustment = await unappliedAdjustment(h, productId, cutWithAdjustment ?? "", -1000);
+    h.ledger.add(productId, alsoKept ?? "", 9000);
+    const releasesBefore = h.ledger.releases.length;
+    // Between the balances and the claim, refunds cut two of the four below the minimum.
+    h.ledger.beforeClaim = async () => {
+      h.ledger.refund(cutCommission, { newAmountCents: 4000, paymentRefundedCents: 10_000 });
+      h.ledger.refund(cutWithAdjustmentCommission, { newAmountCents: 5500, paymentRefundedCents: 7_500 });
+    };
+
+    const { payouts } = await h.payouts.generatePayouts({ productId });
+
+    expect(h.ledger.claimSizes.at(-1)).toBe(4);
+    expect(payouts.map((p) => [p.partnershipId, p.amountCents]).sort()).toEqual(
+      [
+        [kept, 6000n],
+        [alsoKept, 9000n],
+      ].sort(),
+    );
+    expect((await payoutsOf(productId)).map((p) => p.partnershipId).sort()).toEqual([kept, alsoKept].sort());
+    // The dropped drafts' claims were released at the ledger, once each; nothing is owed.
+    const released = h.ledger.releases.slice(releasesBefore);
+    expect(released).toHaveLength(2);
+    expect(payouts.some((p) => released.includes(p.id))).toBe(false);
+    expect(h.ledger.get(cutCommission).payoutId).toBe("");
+    expect(h.ledger.get(cutWithAdjustmentCommission).payoutId).toBe("");
+    expect(h.ledger.get(keptCommission).payoutId).toBe(payouts.find((p) => p.partnershipId === kept)?.id);
+    expect(await adjustmentsOf(h, cutWithAdjustment ?? "")).toMatchObject([{ id: adjustment, payoutId: null }]);
+    expect(await h.sql`select payout_id from pending_releases`).toEqual([]);
+    for (const id of released) expect(await outboxEvents(h, id)).toEqual([]);
+    expect(await linksOfPayouts(released)).toEqual([]);
+  });
+});
+
 describe("concurrent generation", () => {
   it("puts every commission and adjustment in exactly one payout", async () => {
     const productId = h.partners.product(1000);
@@ -219,8 +305,8 @@ describe("draft recovery", () => {
     const commissions = [h.ledger.add(productId, partnershipId, 4000), h.ledger.add(productId, partnershipId, 2500)];
     const adjustment = await unappliedAdjustment(h, productId, partnershipId, -1000);
     const draft = { id: newId("po"), productId, partnershipId };
-    await reserveDraft(h.deps, draft);
-    await h.deps.ledger.claimCommissions(productId, partnershipId, draft.id);
+    await reserveDrafts(h.deps, [draft]);
+    await h.deps.ledger.claimCommissions(productId, [{ partnershipId, payoutId: draft.id }]);
     // ...and the process died here.
 
     // A draft is invisible to every RPC.
@@ -251,7 +337,7 @@ describe("draft recovery", () => {
     const partnershipId = h.partners.partnership(productId);
     const commission = h.ledger.add(productId, partnershipId, 7000);
     const draft = { id: newId("po"), productId, partnershipId };
-    await reserveDraft(h.deps, draft);
+    await reserveDrafts(h.deps, [draft]);
 
     h.clock.offsetMs = 31_000;
     const { payouts } = await h.payouts.generatePayouts({ productId });
@@ -272,7 +358,7 @@ describe("draft recovery", () => {
     const commission = h.ledger.add(productId, partnershipId, 7000);
     const adjustment = await unappliedAdjustment(h, productId, partnershipId, -300);
     const stale = { id: newId("po"), productId, partnershipId };
-    await reserveDraft(h.deps, stale);
+    await reserveDrafts(h.deps, [stale]);
     // Meanwhile another generation got the commission.
     const { payouts } = await h.payouts.generatePayouts({ productId });
     expect(payouts.map((p) => p.amountCents)).toEqual([7000n]);
@@ -285,6 +371,50 @@ describe("draft recovery", () => {
     expect(h.ledger.releases).toContain(stale.id);
     expect(h.ledger.get(commission).payoutId).toBe(payouts[0]?.id);
     expect(await h.sql`select payout_id from pending_releases`).toEqual([]);
+  });
+});
+
+describe("draft recovery in batches", () => {
+  it("recovers stale drafts of several products, each batch with its own product's claim and minimum", async () => {
+    const products = [h.partners.product(5000), h.partners.product(1000)];
+    const drafts = products.flatMap((productId) =>
+      [0, 1].map(() => ({ id: newId("po"), productId, partnershipId: h.partners.partnership(productId) })),
+    );
+    // 4000 reaches the second product's minimum (1000) but not the first's (5000).
+    const commissions = drafts.map((draft) => h.ledger.add(draft.productId, draft.partnershipId, 4000));
+    for (const productId of products) {
+      await reserveDrafts(
+        h.deps,
+        drafts.filter((d) => d.productId === productId),
+      );
+    }
+    const releasesBefore = h.ledger.releases.length;
+    h.ledger.claimSizes.length = 0;
+
+    h.clock.offsetMs = 31_000;
+    expect(await finishDrafts(h.deps)).toBe(4);
+
+    // One claim per product, for both of its drafts.
+    expect(h.ledger.claimSizes).toEqual([2, 2]);
+    const [first, second] = products;
+    expect(await payoutsOf(first ?? "")).toEqual([]);
+    expect(h.ledger.releases.slice(releasesBefore).sort()).toEqual(
+      drafts
+        .filter((d) => d.productId === first)
+        .map((d) => d.id)
+        .sort(),
+    );
+    const recovered = await payoutsOf(second ?? "");
+    expect(recovered.map((p) => [p.id, p.status, p.amountCents]).sort()).toEqual(
+      drafts
+        .filter((d) => d.productId === second)
+        .map((d) => [d.id, "pending", 4000])
+        .sort(),
+    );
+    for (const [i, draft] of drafts.entries()) {
+      expect(h.ledger.get(commissions[i] ?? "").payoutId).toBe(draft.productId === second ? draft.id : "");
+    }
+    expect(await finishDrafts(h.deps)).toBe(0);
   });
 });
 

@@ -54,18 +54,20 @@ export interface FakeCommission {
 }
 
 /**
- * The ledger's payout RPCs over an in-memory map, implemented honestly: a claim links the
- * partnership's approved, unlinked commissions in one synchronous step (atomic in one event
- * loop) and returns every commission linked to the payout id (idempotent), a release unlinks
- * what is not paid. Tests can pause calls with hooks to force interleavings.
+ * The ledger's payout RPCs over an in-memory map, implemented honestly: a claim links each
+ * claim's partnership's approved, unlinked commissions in one synchronous step (atomic in one
+ * event loop) and returns every commission linked to the payout ids (idempotent), a release
+ * unlinks what is not paid. Tests can pause calls with hooks to force interleavings.
  */
 export class FakeLedger {
   readonly commissions = new Map<string, FakeCommission>();
   /** Awaited before ListPayableBalances answers. */
   beforeBalances: () => Promise<void> = async () => {};
-  /** Awaited before a claim links anything. */
-  beforeClaim: (payoutId: string) => Promise<void> = async () => {};
+  /** Awaited before a claim links anything; given the call's payout ids. */
+  beforeClaim: (payoutIds: string[]) => Promise<void> = async () => {};
   readonly releases: string[] = [];
+  /** How many claims each ClaimCommissions call carried. */
+  readonly claimSizes: number[] = [];
 
   add(productId: string, partnershipId: string, amountCents: number, status: FakeStatus = "approved"): string {
     const id = newId("com");
@@ -157,23 +159,23 @@ export class FakeLedger {
           })),
         };
       },
-      claimCommissions: async ({ productId, partnershipId, payoutId }) => {
-        await this.beforeClaim(payoutId);
-        const all = [...this.commissions.values()];
+      claimCommissions: async ({ productId, claims }) => {
+        if (claims.length > 1000) throw new ConnectError("At most 1000 claims per call", Code.InvalidArgument);
+        const payoutIds = claims.map((claim) => claim.payoutId);
+        await this.beforeClaim(payoutIds);
+        this.claimSizes.push(claims.length);
+        const payoutOf = new Map(claims.map((claim) => [claim.partnershipId, claim.payoutId]));
+        const all = [...this.commissions.values()].filter((c) => c.productId === productId);
         for (const c of all) {
-          if (
-            c.productId === productId &&
-            c.partnershipId === partnershipId &&
-            c.status === "approved" &&
-            !c.payoutId
-          ) {
-            c.payoutId = payoutId;
-          }
+          const payoutId = payoutOf.get(c.partnershipId);
+          if (payoutId && c.status === "approved" && !c.payoutId) c.payoutId = payoutId;
         }
+        const wanted = new Set(payoutIds);
         return {
           commissions: all
-            .filter((c) => c.productId === productId && c.payoutId === payoutId)
-            .map((c) => ({ commissionId: c.id, amountCents: BigInt(c.amountCents) })),
+            .filter((c) => wanted.has(c.payoutId))
+            .sort((a, b) => (a.payoutId === b.payoutId ? (a.id < b.id ? -1 : 1) : a.payoutId < b.payoutId ? -1 : 1))
+            .map((c) => ({ commissionId: c.id, payoutId: c.payoutId, amountCents: BigInt(c.amountCents) })),
         };
       },
       releaseCommissions: async ({ productId, payoutId }) => {

@@ -4,8 +4,8 @@ import { PayoutAction, PayoutStatus } from "@affiliate/proto/payouts";
 import { createTestNamespace } from "@affiliate/testing";
 import { toBinary } from "@bufbuild/protobuf";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
-import { finishDraft, finishDrafts } from "../src/domain/finish-drafts.js";
-import { reserveDraft } from "../src/domain/generate-payouts.js";
+import { finishClaimedDrafts, finishDrafts } from "../src/domain/finish-drafts.js";
+import { reserveDrafts } from "../src/domain/generate-payouts.js";
 import {
   commissionRefundedDurable,
   consumeCommissionRefunds,
@@ -97,9 +97,9 @@ describe("a refund of a commission in an open payout", () => {
     const partnershipId = h.partners.partnership(productId);
     const commission = h.ledger.add(productId, partnershipId, 8000);
     const draft = { id: newId("po"), productId, partnershipId };
-    await reserveDraft(h.deps, draft);
-    const claimed = await h.deps.ledger.claimCommissions(productId, partnershipId, draft.id);
-    expect(claimed).toEqual([{ commissionId: commission, amountCents: 8000 }]);
+    await reserveDrafts(h.deps, [draft]);
+    const claimed = await h.deps.ledger.claimCommissions(productId, [{ partnershipId, payoutId: draft.id }]);
+    expect(claimed).toEqual([{ commissionId: commission, payoutId: draft.id, amountCents: 8000 }]);
 
     const outcome = await apply(h.ledger.refund(commission, { newAmountCents: 2000, paymentRefundedCents: 30_000 }));
     expect(outcome).toEqual({ kind: "recalculated", payoutId: draft.id });
@@ -120,8 +120,8 @@ describe("a refund of a commission in an open payout", () => {
     const partnershipId = h.partners.partnership(productId);
     const commission = h.ledger.add(productId, partnershipId, 8000);
     const draft = { id: newId("po"), productId, partnershipId };
-    await reserveDraft(h.deps, draft);
-    const claimed = await h.deps.ledger.claimCommissions(productId, partnershipId, draft.id);
+    await reserveDrafts(h.deps, [draft]);
+    const claimed = await h.deps.ledger.claimCommissions(productId, [{ partnershipId, payoutId: draft.id }]);
     const event = h.ledger.refund(commission, { newAmountCents: 2000, paymentRefundedCents: 30_000 });
 
     // Queue the finish, then the refund, behind a lock on the draft; release it.
@@ -140,14 +140,14 @@ describe("a refund of a commission in an open payout", () => {
       await held;
     });
     await eventually("the holder has the lock", async () => (await lockWaiters()) === 0);
-    const finished = finishDraft(h.deps, draft, claimed, 1000);
+    const finished = finishClaimedDrafts(h.deps, [draft], claimed, 1000);
     await eventually("the finish waits", async () => (await lockWaiters()) === 1);
     const applied = apply(event);
     await eventually("the refund waits", async () => (await lockWaiters()) === 2);
     release();
     await holder;
 
-    expect((await finished)?.amountCents).toBe(8000);
+    expect((await finished)[0]?.amountCents).toBe(8000);
     expect(await applied).toEqual({ kind: "recalculated", payoutId: draft.id });
     expect(await amountOf(productId, draft.id)).toBe(2000n);
   });

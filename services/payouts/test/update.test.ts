@@ -2,7 +2,7 @@ import { fieldErrorsOf, newId } from "@affiliate/platform";
 import { PayoutAction, PayoutStatus } from "@affiliate/proto/payouts";
 import { Code, type ConnectError } from "@connectrpc/connect";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
-import { reserveDraft } from "../src/domain/generate-payouts.js";
+import { reserveDrafts } from "../src/domain/generate-payouts.js";
 import { adjustmentsOf, linksOf, pendingPayout, unappliedAdjustment } from "./fixtures.js";
 import { failure, type Harness, invariantViolations, outboxEvents, startHarness } from "./harness.js";
 
@@ -183,7 +183,7 @@ describe("refusals", () => {
     const { payoutId, partnershipId, productId } = await payoutIn("pending");
     const otherProduct = h.partners.product();
     const draft = newId("po");
-    await reserveDraft(h.deps, { id: draft, productId, partnershipId });
+    await reserveDrafts(h.deps, [{ id: draft, productId, partnershipId }]);
     for (const [product, id] of [
       [otherProduct, payoutId],
       [productId, "po_missing"],
@@ -232,7 +232,7 @@ describe("listing payouts", () => {
       .reverse();
     await h.payouts.updatePayout({ productId, payoutId: ids[0] ?? "", action: PayoutAction.APPROVE });
     const draft = newId("po");
-    await reserveDraft(h.deps, { id: draft, productId, partnershipId: a ?? "" });
+    await reserveDrafts(h.deps, [{ id: draft, productId, partnershipId: a ?? "" }]);
 
     const seen: string[] = [];
     let pageToken = "";

@@ -20,20 +20,78 @@ export async function listPayableBalances(
     group by partnership_id order by partnership_id`;
 }
 
-/** Links the partnership's approved, unlinked commissions to `payoutId`; a repeat returns the same set. */
+/** One partnership's approved, unlinked commissions asked for one payout. */
+export interface PayoutClaim {
+  partnershipId: string;
+  payoutId: string;
+}
+
+export interface ClaimedCommission {
+  commissionId: string;
+  payoutId: string;
+  amountCents: number;
+}
+
+/**
+ * Claims per call: a generation sends its batches (500 partnerships) in one call each, and the
+ * bound keeps one call's transaction, its row locks and its answer from growing without limit.
+ */
+export const maxClaimsPerCall = 1000;
+
+const payoutIdPattern = /^po_[0-9a-f]{32}$/;
+
+function validateClaims(claims: PayoutClaim[]): void {
+  if (claims.length > maxClaimsPerCall) {
+    throw DomainError.invalidField("claims", `At most ${maxClaimsPerCall} claims per call`);
+  }
+  if (claims.some((claim) => !payoutIdPattern.test(claim.payoutId))) {
+    throw DomainError.invalidField("claims.payout_id", "Must be a payout id");
+  }
+  // A partnership claimed twice would split its commissions between two payouts at random,
+  // a payout id twice would mix two partnerships in one payout.
+  if (new Set(claims.map((claim) => claim.partnershipId)).size < claims.length) {
+    throw DomainError.invalidField("claims.partnership_id", "Each partnership at most once per call");
+  }
+  if (new Set(claims.map((claim) => claim.payoutId)).size < claims.length) {
+    throw DomainError.invalidField("claims.payout_id", "Each payout id at most once per call");
+  }
+}
+
+/**
+ * Links each claim's partnership's approved, unlinked commissions to the claim's payout id, in
+ * one transaction, and returns every commission linked to any of the payout ids (by payout id,
+ * then id): a repeat returns the same set.
+ *
+ * The rows are locked in id order before they are changed, so two bulk claims over overlapping
+ * partnerships wait for each other instead of deadlocking. A row that waited for a lock is
+ * checked again once the other claim commits: if that claim linked it, it is skipped (payout_id
+ * is no longer null), so a commission is never linked twice.
+ */
 export async function claimCommissions(
   sql: Sql,
-  query: { productId: string; partnershipId: string; payoutId: string },
-): Promise<{ commissionId: string; amountCents: number }[]> {
-  if (!/^po_[0-9a-f]{32}$/.test(query.payoutId)) throw DomainError.invalidField("payout_id", "Must be a payout id");
+  productId: string,
+  claims: PayoutClaim[],
+): Promise<ClaimedCommission[]> {
+  validateClaims(claims);
+  if (claims.length === 0) return [];
+  const partnershipIds = claims.map((claim) => claim.partnershipId);
+  const payoutIds = claims.map((claim) => claim.payoutId);
   return sql.begin(async (tx) => {
     await tx`
-      update commissions set payout_id = ${query.payoutId}, updated_at = now()
-      where product_id = ${query.productId} and partnership_id = ${query.partnershipId}
-        and status = 'approved' and payout_id is null`;
-    return tx<{ commissionId: string; amountCents: number }[]>`
-      select id as commission_id, amount_cents from commissions
-      where product_id = ${query.productId} and payout_id = ${query.payoutId} order by id`;
+      update commissions c set payout_id = claimed.payout_id, updated_at = now()
+      from (
+        select c2.id, claims.payout_id
+        from unnest(${partnershipIds}::text[], ${payoutIds}::text[]) as claims(partnership_id, payout_id)
+        join commissions c2 on c2.product_id = ${productId} and c2.partnership_id = claims.partnership_id
+        where c2.status = 'approved' and c2.payout_id is null
+        order by c2.id
+        for update of c2
+      ) claimed
+      where c.id = claimed.id`;
+    return tx<ClaimedCommission[]>`
+      select id as commission_id, payout_id, amount_cents from commissions
+      where product_id = ${productId} and payout_id = any(${payoutIds}::text[])
+      order by payout_id, id`;
   });
 }
 

@@ -174,9 +174,14 @@ export function createLedgerService(deps: LedgerServiceDeps): ServiceImpl<typeof
     },
 
     async claimCommissions(req) {
-      const claimed = await claimCommissions(sql, req);
+      const claims = req.claims.map((c) => ({ partnershipId: c.partnershipId, payoutId: c.payoutId }));
+      const claimed = await claimCommissions(sql, req.productId, claims);
       return {
-        commissions: claimed.map((c) => ({ commissionId: c.commissionId, amountCents: BigInt(c.amountCents) })),
+        commissions: claimed.map((c) => ({
+          commissionId: c.commissionId,
+          amountCents: BigInt(c.amountCents),
+          payoutId: c.payoutId,
+        })),
       };
     },
 

@@ -1,17 +1,17 @@
 import type { Logger, Queryable, Sql } from "@affiliate/platform";
-import { enqueuePayoutEvent } from "../events/outbox.js";
+import { enqueuePayoutEvents } from "../events/outbox.js";
 import { unapplyAdjustments } from "../store/adjustments.js";
 import { insertLinks } from "../store/links.js";
 import {
   type Draft,
-  deletePayout,
-  lockDraft,
-  lockStaleDraft,
-  payoutExists,
-  recomputePayout,
-  setStatus,
+  deletePayouts,
+  existingPayoutIds,
+  lockDrafts,
+  lockStaleDrafts,
+  markPending,
+  recomputePayouts,
 } from "../store/payouts.js";
-import { addPendingRelease, pendingReleases, removePendingRelease } from "../store/releases.js";
+import { addPendingReleases, pendingReleases, removePendingRelease } from "../store/releases.js";
 import type { ClaimedCommission, Ledger, Partners } from "./ports.js";
 import type { Payout } from "./types.js";
 
@@ -26,108 +26,160 @@ export interface PayoutDeps {
 /** A draft younger than this may still be finished by the generation that created it. */
 export const draftRecoveryAgeMs = 30_000;
 
+/**
+ * Drafts made, claimed and finished together. A batch costs a few statements and one claim
+ * call whatever its size, so large batches spread that cost thin (one at a time, a payout cost
+ * ~20 ms of CPU across the services and Postgres); 500 keeps each transaction's locks, the
+ * statements' arrays and the ledger's answer moderate, stays under the ledger's 1000 claims per
+ * call, and a failure leaves at most 500 drafts for recovery.
+ */
+export const payoutBatchSize = 500;
+
 /** Whether a net amount makes a payout: above 0 and at least the program's minimum (contract 8). */
 export const qualifies = (netCents: number, minimumCents: number) => netCents > 0 && netCents >= minimumCents;
 
-type Outcome = { kind: "created"; payout: Payout } | { kind: "released" } | { kind: "finished_elsewhere" };
+/** What finishing a set of drafts did: payouts made pending, and drafts whose claim the ledger must release. */
+interface Finished {
+  created: Payout[];
+  toRelease: Draft[];
+}
 
 /**
- * Step B of a payout's creation, in the caller's transaction with the draft locked: links what
- * the ledger claimed, sums links and the adjustments taken in step A, and either makes the
- * payout pending with its payout.created event, or, when the net no longer qualifies (things
- * changed since the balances were read), frees the adjustments, deletes the draft and records
- * that the ledger must release the claimed commissions.
+ * Step B of creating payouts, in the caller's transaction with the drafts locked: links what the
+ * ledger claimed for them, sums links and the adjustments taken in step A, makes the drafts
+ * whose net qualifies pending with their payout.created events, and drops the others (things
+ * changed since the balances were read). Drafts must share a product (`minimumCents` is its).
  */
-async function completeLockedDraft(
+async function completeLockedDrafts(
   tx: Queryable,
-  draft: Draft,
+  drafts: Draft[],
   claimed: ClaimedCommission[],
   minimumCents: number,
-): Promise<Outcome> {
-  await insertLinks(tx, draft.id, claimed);
-  const totals = await recomputePayout(tx, draft.id);
-  if (totals.commissionCount === 0 || !qualifies(totals.amountCents, minimumCents)) {
-    await unapplyAdjustments(tx, draft.id);
-    await deletePayout(tx, draft.id);
-    await addPendingRelease(tx, { payoutId: draft.id, productId: draft.productId });
-    return { kind: "released" };
-  }
-  const payout = await setStatus(tx, draft.id, { status: "pending" });
-  await enqueuePayoutEvent(tx, "payoutCreated", payout);
-  return { kind: "created", payout };
+): Promise<Finished> {
+  if (drafts.length === 0) return { created: [], toRelease: [] };
+  const ids = new Set(drafts.map((draft) => draft.id));
+  const links = claimed.filter((commission) => ids.has(commission.payoutId));
+  await insertLinks(tx, links);
+  const totals = await recomputePayouts(tx, [...ids]);
+  const qualifying = new Set(
+    totals.filter((p) => p.commissionCount > 0 && qualifies(p.amountCents, minimumCents)).map((p) => p.id),
+  );
+  const dropped = drafts.filter((draft) => !qualifying.has(draft.id));
+  await dropDrafts(tx, dropped);
+  const created = await markPending(tx, [...qualifying]);
+  await enqueuePayoutEvents(tx, "payoutCreated", created);
+  return { created, toRelease: dropped };
 }
 
 /**
- * Finishes a draft whose commissions the ledger claimed. When the draft is already gone, a
- * recovery abandoned it, possibly before this claim linked the commissions again: they are
- * released once more (idempotent), so nothing stays linked to a payout that does not exist.
+ * Drafts that will not become payouts: their adjustments are free again, the rows go, and a
+ * pending release records, in the same transaction, that the ledger must unlink their claims.
  */
-export async function finishDraft(
-  deps: PayoutDeps,
-  draft: Draft,
-  claimed: ClaimedCommission[],
-  minimumCents: number,
-): Promise<Payout | undefined> {
-  const outcome = await deps.sql.begin(async (tx): Promise<Outcome> => {
-    const locked = await lockDraft(tx, draft.id);
-    if (locked) return completeLockedDraft(tx, locked, claimed, minimumCents);
-    if (await payoutExists(tx, draft.id)) return { kind: "finished_elsewhere" };
-    await addPendingRelease(tx, { payoutId: draft.id, productId: draft.productId });
-    return { kind: "released" };
-  });
-  if (outcome.kind === "released") await releaseNow(deps, draft);
-  return outcome.kind === "created" ? outcome.payout : undefined;
+async function dropDrafts(tx: Queryable, drafts: Draft[]): Promise<void> {
+  const ids = drafts.map((draft) => draft.id);
+  await unapplyAdjustments(tx, ids);
+  await deletePayouts(tx, ids);
+  await addPendingReleases(tx, drafts);
 }
 
-/** Asks the ledger to release a payout id's commissions; on failure the pending row stays for the next sweep. */
-async function releaseNow(deps: PayoutDeps, release: { id: string; productId: string }): Promise<boolean> {
-  try {
-    await deps.ledger.releaseCommissions(release.productId, release.id);
-    await removePendingRelease(deps.sql, release.id);
-    return true;
-  } catch (error) {
-    deps.logger.warn({ err: error, payoutId: release.id }, "ledger release failed; will retry");
-    return false;
+/**
+ * Finishes a generation's drafts, all of one product, whose commissions the ledger claimed. A
+ * draft that is no longer one was finished by a recovery, or abandoned by one, possibly before
+ * this claim linked its commissions again: those are released once more (idempotent), so
+ * nothing stays linked to a payout that does not exist. Returns the payouts created.
+ */
+export async function finishClaimedDrafts(
+  deps: PayoutDeps,
+  drafts: Draft[],
+  claimed: ClaimedCommission[],
+  minimumCents: number,
+): Promise<Payout[]> {
+  const finished = await deps.sql.begin(async (tx): Promise<Finished> => {
+    const ids = drafts.map((draft) => draft.id);
+    const locked = await lockDrafts(tx, ids);
+    const outcome = await completeLockedDrafts(tx, locked, claimed, minimumCents);
+    const abandoned = await abandonedDrafts(tx, drafts, locked);
+    await addPendingReleases(tx, abandoned);
+    return { created: outcome.created, toRelease: [...outcome.toRelease, ...abandoned] };
+  });
+  await releaseNow(deps, finished.toRelease);
+  return finished.created;
+}
+
+/** Those of `drafts` that were not locked as drafts and no longer exist at all. */
+async function abandonedDrafts(tx: Queryable, drafts: Draft[], locked: Draft[]): Promise<Draft[]> {
+  const lockedIds = new Set(locked.map((draft) => draft.id));
+  const gone = drafts.filter((draft) => !lockedIds.has(draft.id));
+  const goneIds = gone.map((draft) => draft.id);
+  const existing = await existingPayoutIds(tx, goneIds);
+  return gone.filter((draft) => !existing.has(draft.id));
+}
+
+/**
+ * Asks the ledger to release payout ids' commissions, one call each (a release is rare: a lost
+ * race or a refund). On a failure the pending row stays for the next sweep.
+ */
+async function releaseNow(deps: PayoutDeps, releases: { id: string; productId: string }[]): Promise<void> {
+  for (const release of releases) {
+    try {
+      await deps.ledger.releaseCommissions(release.productId, release.id);
+      await removePendingRelease(deps.sql, release.id);
+    } catch (error) {
+      deps.logger.warn({ err: error, payoutId: release.id }, "ledger release failed; will retry");
+    }
   }
 }
 
 /**
- * Recovers generations that stopped between reserving a draft (step A) and finishing it
- * (step B): takes each draft older than draftRecoveryAgeMs that no one holds (SKIP LOCKED, one
- * at a time), claims again (idempotent per payout id) and completes step B while holding the
- * draft's lock. Then retries the ledger releases still owed. A draft that fails is left for the
- * next run and does not block the others. Returns how many drafts it finished or abandoned.
+ * Recovers generations that stopped between reserving drafts (step A) and finishing them
+ * (step B): takes batches of drafts older than draftRecoveryAgeMs that no one holds (SKIP
+ * LOCKED), each of one product, claims again (idempotent per payout id) and completes step B
+ * while holding the drafts' locks. Then retries the ledger releases still owed. A batch that
+ * fails is left for the next run and does not block the others. Returns how many drafts it
+ * finished or abandoned.
  */
 export async function finishDrafts(deps: PayoutDeps): Promise<number> {
   const before = new Date(deps.clock().getTime() - draftRecoveryAgeMs);
   const failed: string[] = [];
   let finished = 0;
   for (;;) {
-    // Set inside the transaction, read after it: which draft this attempt is about.
-    const attempt: { draft?: Draft } = {};
+    // Set inside the transaction, read after it: which drafts this attempt is about.
+    const attempt: { drafts: Draft[] } = { drafts: [] };
     try {
       const outcome = await deps.sql.begin(async (tx) => {
-        const draft = await lockStaleDraft(tx, before, failed);
-        if (!draft) return undefined;
-        attempt.draft = draft;
-        const minimumCents = await deps.partners.payoutMinimumCents(draft.productId);
-        const claimed = await deps.ledger.claimCommissions(draft.productId, draft.partnershipId, draft.id);
-        return completeLockedDraft(tx, draft, claimed, minimumCents);
+        attempt.drafts = await lockStaleDrafts(tx, before, failed, payoutBatchSize);
+        return recoverLockedDrafts(deps, tx, attempt.drafts);
       });
-      if (!outcome || !attempt.draft) break;
-      finished += 1;
-      if (outcome.kind === "released") await releaseNow(deps, attempt.draft);
-      else if (outcome.kind === "created") {
-        deps.logger.info({ payoutId: outcome.payout.id }, "recovered a payout draft");
-      }
+      if (!outcome) break;
+      finished += attempt.drafts.length;
+      await releaseNow(deps, outcome.toRelease);
+      deps.logger.info(
+        { created: outcome.created.map((payout) => payout.id), dropped: outcome.toRelease.length },
+        "recovered payout drafts",
+      );
     } catch (error) {
-      if (!attempt.draft) throw error;
-      deps.logger.warn({ err: error, payoutId: attempt.draft.id }, "could not finish payout draft; will retry");
-      failed.push(attempt.draft.id);
+      if (attempt.drafts.length === 0) throw error;
+      deps.logger.warn(
+        { err: error, payoutIds: attempt.drafts.map((draft) => draft.id) },
+        "could not finish payout drafts; will retry",
+      );
+      failed.push(...attempt.drafts.map((draft) => draft.id));
     }
   }
   for (const release of await pendingReleases(deps.sql, 100)) {
-    await releaseNow(deps, { id: release.payoutId, productId: release.productId });
+    await releaseNow(deps, [{ id: release.payoutId, productId: release.productId }]);
   }
   return finished;
+}
+
+/** Claims again for locked stale drafts of one product and completes them; undefined when there are none. */
+async function recoverLockedDrafts(deps: PayoutDeps, tx: Queryable, drafts: Draft[]): Promise<Finished | undefined> {
+  const [first] = drafts;
+  if (!first) return undefined;
+  const minimumCents = await deps.partners.payoutMinimumCents(first.productId);
+  const claimed = await deps.ledger.claimCommissions(
+    first.productId,
+    drafts.map((draft) => ({ partnershipId: draft.partnershipId, payoutId: draft.id })),
+  );
+  return completeLockedDrafts(tx, drafts, claimed, minimumCents);
 }

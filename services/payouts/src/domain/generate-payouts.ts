@@ -1,7 +1,7 @@
 import { newId } from "@affiliate/platform";
 import { claimUnappliedAdjustments, unappliedAdjustmentTotals } from "../store/adjustments.js";
-import { type Draft, insertDraft } from "../store/payouts.js";
-import { finishDraft, finishDrafts, type PayoutDeps, qualifies } from "./finish-drafts.js";
+import { type Draft, insertDrafts } from "../store/payouts.js";
+import { finishClaimedDrafts, finishDrafts, type PayoutDeps, payoutBatchSize, qualifies } from "./finish-drafts.js";
 import type { Payout } from "./types.js";
 
 /**
@@ -10,9 +10,11 @@ import type { Payout } from "./types.js";
  * minimum and are above 0, one pending payout links them and payout.created is emitted.
  * Returns the payouts this call created.
  *
- * Safe to run concurrently and on several replicas: the ledger links a commission to one payout
- * id atomically, adjustments are taken by a conditional update, and a payout that ends up below
- * the minimum (another run took its commissions) is dropped and its claim released.
+ * Partnerships go in batches of payoutBatchSize, each a few set-based statements and one claim
+ * call to the ledger. Safe to run concurrently and on several replicas: the ledger links a
+ * commission to one payout id atomically, adjustments are taken by a conditional update, and a
+ * payout that ends up below the minimum (another run took its commissions) is dropped and its
+ * claim released.
  */
 export async function generatePayouts(deps: PayoutDeps, productId: string): Promise<Payout[]> {
   try {
@@ -30,38 +32,67 @@ export async function generatePayouts(deps: PayoutDeps, productId: string): Prom
   const qualifying = candidates.filter((id) => qualifies(netOf(id), minimumCents));
   const active = await deps.partners.activePartnerships(productId, qualifying);
 
-  // Partnerships are independent (each step is safe under concurrency), so a few run at once:
-  // each costs three round trips, and one at a time 10,000 partnerships would take minutes.
   const queue = qualifying.filter((id) => active.has(id));
-  const created: (Payout | undefined)[] = new Array(queue.length);
-  let next = 0;
-  const worker = async () => {
-    for (let index = next++; index < queue.length; index = next++) {
-      const partnershipId = queue[index] as string;
-      created[index] = await createPayout(deps, { id: newId("po"), productId, partnershipId }, minimumCents);
-    }
-  };
-  await Promise.all(Array.from({ length: Math.min(generationConcurrency, queue.length) }, worker));
-  return created.filter((payout): payout is Payout => payout !== undefined);
+  const created = await mapConcurrently(inBatches(queue, payoutBatchSize), batchConcurrency, (partnershipIds) =>
+    createPayouts(deps, productId, partnershipIds, minimumCents),
+  );
+  return created.flat();
 }
 
-/** Partnerships processed at once by one generation; bounded so a large product cannot exhaust the pool. */
-const generationConcurrency = 8;
+/**
+ * Batches of one generation in flight at once. Batches are independent (each step is safe under
+ * concurrency); two let one batch's statements run in Postgres while another waits for the
+ * ledger's claim, and take two connections from the pool at most. Measured on two cores with
+ * 10,000 partnerships: 12.8 s with two, 17.9 s with one, at the same CPU per payout.
+ */
+const batchConcurrency = 2;
 
 /**
- * Step A: reserves the payout id as a draft and takes the partnership's unapplied adjustments,
- * in one transaction. Exported for tests that stop a generation half-way.
+ * Step A for a batch: reserves the payout ids as drafts and takes their partnerships' unapplied
+ * adjustments, in one transaction. Exported for tests that stop a generation half-way.
  */
-export async function reserveDraft(deps: Pick<PayoutDeps, "sql">, draft: Draft): Promise<void> {
+export async function reserveDrafts(deps: Pick<PayoutDeps, "sql">, drafts: Draft[]): Promise<void> {
   await deps.sql.begin(async (tx) => {
-    await insertDraft(tx, draft);
-    await claimUnappliedAdjustments(tx, draft);
+    await insertDrafts(tx, drafts);
+    await claimUnappliedAdjustments(tx, drafts);
   });
 }
 
-/** One payout: reserve (A), let the ledger claim the commissions, finish (B). */
-async function createPayout(deps: PayoutDeps, draft: Draft, minimumCents: number): Promise<Payout | undefined> {
-  await reserveDraft(deps, draft);
-  const claimed = await deps.ledger.claimCommissions(draft.productId, draft.partnershipId, draft.id);
-  return finishDraft(deps, draft, claimed, minimumCents);
+/**
+ * One batch of partnerships: reserve their drafts (A), let the ledger claim the commissions of
+ * all of them in one call, finish (B). Returns the payouts created, in partnership order.
+ */
+async function createPayouts(
+  deps: PayoutDeps,
+  productId: string,
+  partnershipIds: string[],
+  minimumCents: number,
+): Promise<Payout[]> {
+  const drafts = partnershipIds.map((partnershipId) => ({ id: newId("po"), productId, partnershipId }));
+  await reserveDrafts(deps, drafts);
+  const claimed = await deps.ledger.claimCommissions(
+    productId,
+    drafts.map((draft) => ({ partnershipId: draft.partnershipId, payoutId: draft.id })),
+  );
+  const created = await finishClaimedDrafts(deps, drafts, claimed, minimumCents);
+  return created.sort((a, b) => (a.partnershipId < b.partnershipId ? -1 : 1));
+}
+
+function inBatches<T>(items: T[], size: number): T[][] {
+  const batches: T[][] = [];
+  for (let start = 0; start < items.length; start += size) batches.push(items.slice(start, start + size));
+  return batches;
+}
+
+/** `work` over every item, at most `concurrency` at once; the results in the items' order. */
+async function mapConcurrently<T, R>(items: T[], concurrency: number, work: (item: T) => Promise<R>): Promise<R[]> {
+  const results: R[] = new Array(items.length);
+  let next = 0;
+  const worker = async () => {
+    for (let index = next++; index < items.length; index = next++) {
+      results[index] = await work(items[index] as T);
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(concurrency, items.length) }, worker));
+  return results;
 }

@@ -10,16 +10,28 @@ export interface PayableBalance {
   commissionCount: number;
 }
 
+/** One partnership's approved, unlinked commissions asked for one payout. */
+export interface PayoutClaim {
+  partnershipId: string;
+  payoutId: string;
+}
+
+/** A commission the ledger linked to a payout, at its current amount. */
 export interface ClaimedCommission {
   commissionId: string;
+  payoutId: string;
   amountCents: number;
 }
 
 /** The ledger owns commissions; payouts asks it to link, and unlink, them. */
 export interface Ledger {
   listPayableBalances(productId: string): Promise<PayableBalance[]>;
-  /** Links the partnership's approved, unlinked commissions to `payoutId`. Idempotent per payout id. */
-  claimCommissions(productId: string, partnershipId: string, payoutId: string): Promise<ClaimedCommission[]>;
+  /**
+   * For each claim, links the partnership's approved, unlinked commissions to the claim's payout
+   * id, and returns every commission linked to those payout ids. Idempotent per payout id; the
+   * ledger takes at most 1000 claims per call.
+   */
+  claimCommissions(productId: string, claims: PayoutClaim[]): Promise<ClaimedCommission[]>;
   /** Unlinks the payout's unpaid commissions. Idempotent. */
   releaseCommissions(productId: string, payoutId: string): Promise<void>;
 }

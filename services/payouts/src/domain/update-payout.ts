@@ -1,7 +1,7 @@
 import { DomainError, type Sql } from "@affiliate/platform";
 import { enqueuePayoutEvent } from "../events/outbox.js";
 import { unapplyAdjustments } from "../store/adjustments.js";
-import { deletePayout, lockPayoutOrThrow, setStatus } from "../store/payouts.js";
+import { deletePayouts, lockPayoutOrThrow, setStatus } from "../store/payouts.js";
 import type { Payout, PayoutAction, PayoutStatus } from "./types.js";
 
 /** Which statuses each action accepts, and what the merchant is told otherwise (spec 3.2, 7). */
@@ -46,8 +46,8 @@ export async function updatePayout(
         return { payout: approved, deleted: false };
       }
       case "reject": {
-        await unapplyAdjustments(tx, payout.id);
-        await deletePayout(tx, payout.id);
+        await unapplyAdjustments(tx, [payout.id]);
+        await deletePayouts(tx, [payout.id]);
         await enqueuePayoutEvent(tx, "payoutRejected", payout);
         return { payout, deleted: true };
       }

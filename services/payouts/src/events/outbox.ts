@@ -1,4 +1,4 @@
-import { enqueueEvent, newId, type Queryable } from "@affiliate/platform";
+import { enqueueEvents, newId, type Queryable } from "@affiliate/platform";
 import {
   PayoutApprovedSchema,
   PayoutCompletedSchema,
@@ -29,11 +29,17 @@ export type PayoutEventKind = keyof typeof subjects;
 
 /** Writes a payout event into the outbox of the caller's transaction. */
 export function enqueuePayoutEvent(tx: Queryable, kind: PayoutEventKind, payout: Payout): Promise<void> {
+  return enqueuePayoutEvents(tx, kind, [payout]);
+}
+
+/** Writes one payout event per payout into the outbox of the caller's transaction, with one statement. */
+export function enqueuePayoutEvents(tx: Queryable, kind: PayoutEventKind, payouts: Payout[]): Promise<void> {
   const schema = schemas[kind];
-  return enqueueEvent(
+  const occurredAt = timestampNow();
+  return enqueueEvents(
     tx,
     subjects[kind],
     schema,
-    create(schema, { id: newId("evt"), occurredAt: timestampNow(), payout: payoutToProto(payout) }),
+    payouts.map((payout) => create(schema, { id: newId("evt"), occurredAt, payout: payoutToProto(payout) })),
   );
 }

@@ -14,9 +14,13 @@ export function ledgerOver(client: Client<typeof LedgerService>): Ledger {
         commissionCount: Number(b.commissionCount),
       }));
     },
-    async claimCommissions(productId, partnershipId, payoutId) {
-      const { commissions } = await client.claimCommissions({ productId, partnershipId, payoutId });
-      return commissions.map((c) => ({ commissionId: c.commissionId, amountCents: Number(c.amountCents) }));
+    async claimCommissions(productId, claims) {
+      const { commissions } = await client.claimCommissions({ productId, claims });
+      return commissions.map((c) => ({
+        commissionId: c.commissionId,
+        payoutId: c.payoutId,
+        amountCents: Number(c.amountCents),
+      }));
     },
     async releaseCommissions(productId, payoutId) {
       await client.releaseCommissions({ productId, payoutId });

@@ -1,4 +1,5 @@
 import type { Queryable } from "@affiliate/platform";
+import type { Draft } from "./payouts.js";
 
 /** Sum of each partnership's unapplied adjustments (0 or negative), for generation. */
 export async function unappliedAdjustmentTotals(sql: Queryable, productId: string): Promise<Map<string, number>> {
@@ -10,21 +11,31 @@ export async function unappliedAdjustmentTotals(sql: Queryable, productId: strin
 }
 
 /**
- * Attaches the partnership's unapplied adjustments to a payout. The condition on `payout_id is
- * null` is re-checked after a concurrent claim commits, so an adjustment lands in one payout.
+ * Attaches each draft's partnership's unapplied adjustments to the draft, in one statement.
+ * Rows are locked in id order, so concurrent generations over the same partnerships wait rather
+ * than deadlock; a row that waited is checked again, and one another draft took meanwhile
+ * (`payout_id` no longer null) is skipped, so an adjustment lands in one payout.
  */
-export async function claimUnappliedAdjustments(
-  sql: Queryable,
-  payout: { id: string; productId: string; partnershipId: string },
-): Promise<void> {
+export async function claimUnappliedAdjustments(sql: Queryable, drafts: Draft[]): Promise<void> {
+  if (drafts.length === 0) return;
   await sql`
-    update adjustments set payout_id = ${payout.id}
-    where product_id = ${payout.productId} and partnership_id = ${payout.partnershipId} and payout_id is null`;
+    update adjustments a set payout_id = taken.payout_id
+    from (
+      select a2.id, draft.id as payout_id
+      from unnest(${drafts.map((d) => d.id)}::text[], ${drafts.map((d) => d.productId)}::text[],
+                  ${drafts.map((d) => d.partnershipId)}::text[]) as draft(id, product_id, partnership_id)
+      join adjustments a2 on a2.product_id = draft.product_id and a2.partnership_id = draft.partnership_id
+      where a2.payout_id is null
+      order by a2.id
+      for update of a2
+    ) taken
+    where a.id = taken.id`;
 }
 
-/** Makes a payout's adjustments unapplied again (payout rejected or abandoned). */
-export async function unapplyAdjustments(sql: Queryable, payoutId: string): Promise<void> {
-  await sql`update adjustments set payout_id = null where payout_id = ${payoutId}`;
+/** Makes payouts' adjustments unapplied again (payouts rejected or abandoned). */
+export async function unapplyAdjustments(sql: Queryable, payoutIds: string[]): Promise<void> {
+  if (payoutIds.length === 0) return;
+  await sql`update adjustments set payout_id = null where payout_id = any(${payoutIds}::text[])`;
 }
 
 /** Records a clawback; false when the event already created one. */

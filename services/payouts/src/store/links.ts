@@ -1,18 +1,22 @@
 import type { Queryable } from "@affiliate/platform";
+
 /**
- * Links claimed commissions to a payout. A commission already linked (to this payout by a refund
- * event that arrived first) keeps its row: that one is at least as recent as the claim.
+ * Links claimed commissions to their payouts, in one statement. A commission already linked (to
+ * its payout by a refund event that arrived first) keeps its row: that one is at least as recent
+ * as the claim. Inserted in commission order, so two inserts of an overlapping set wait for
+ * each other rather than deadlock.
  */
 export async function insertLinks(
   sql: Queryable,
-  payoutId: string,
-  commissions: { commissionId: string; amountCents: number }[],
+  links: { payoutId: string; commissionId: string; amountCents: number }[],
 ): Promise<void> {
-  if (commissions.length === 0) return;
+  if (links.length === 0) return;
   await sql`
-    insert into payout_commissions ${sql(
-      commissions.map((c) => ({ payout_id: payoutId, commission_id: c.commissionId, amount_cents: c.amountCents })),
-    )}
+    insert into payout_commissions (payout_id, commission_id, amount_cents)
+    select link.payout_id, link.commission_id, link.amount_cents
+    from unnest(${links.map((l) => l.payoutId)}::text[], ${links.map((l) => l.commissionId)}::text[],
+                ${links.map((l) => l.amountCents)}::int8[]) as link(payout_id, commission_id, amount_cents)
+    order by link.commission_id
     on conflict (commission_id) do nothing`;
 }
 

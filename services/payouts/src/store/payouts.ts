@@ -5,41 +5,51 @@ const payoutColumns = (sql: Queryable) => sql`
   id, product_id, partnership_id, status, amount_cents, adjustment_cents, commission_count, created_at,
   approved_at, paid_at, gateway_transfer_id, failure_reason`;
 
-/** Reserves a payout id for a partnership: the draft row that claims are made for. */
-export async function insertDraft(
-  sql: Queryable,
-  draft: { id: string; productId: string; partnershipId: string },
-): Promise<void> {
-  await sql`
-    insert into payouts (id, product_id, partnership_id, status)
-    values (${draft.id}, ${draft.productId}, ${draft.partnershipId}, 'draft')`;
-}
-
 export interface Draft {
   id: string;
   productId: string;
   partnershipId: string;
 }
 
-/** Locks the draft; undefined when it is no longer a draft (finished or abandoned meanwhile). */
-export async function lockDraft(sql: Queryable, id: string): Promise<Draft | undefined> {
-  const [row] = await sql<Draft[]>`
-    select id, product_id, partnership_id from payouts where id = ${id} and status = 'draft' for update`;
-  return row;
+/** Reserves payout ids for partnerships: the draft rows that claims are made for. */
+export async function insertDrafts(sql: Queryable, drafts: Draft[]): Promise<void> {
+  if (drafts.length === 0) return;
+  await sql`
+    insert into payouts (id, product_id, partnership_id, status)
+    select draft.id, draft.product_id, draft.partnership_id, 'draft'
+    from unnest(${drafts.map((d) => d.id)}::text[], ${drafts.map((d) => d.productId)}::text[],
+                ${drafts.map((d) => d.partnershipId)}::text[]) as draft(id, product_id, partnership_id)`;
 }
 
 /**
- * Locks the oldest draft created before `before` that no one else holds: a generation that
- * stopped between claiming and finishing. SKIP LOCKED lets replicas recover different drafts;
- * `skip` names drafts this run already failed on.
+ * Locks those of `ids` that are still drafts, in id order (so two lockers of overlapping sets
+ * wait rather than deadlock); a missing id was finished or abandoned meanwhile.
  */
-export async function lockStaleDraft(sql: Queryable, before: Date, skip: string[] = []): Promise<Draft | undefined> {
-  const [row] = await sql<Draft[]>`
+export async function lockDrafts(sql: Queryable, ids: string[]): Promise<Draft[]> {
+  return sql<Draft[]>`
     select id, product_id, partnership_id from payouts
-    where status = 'draft' and created_at < ${before}
-      ${skip.length > 0 ? sql`and id not in ${sql(skip)}` : sql``}
-    order by created_at limit 1 for update skip locked`;
-  return row;
+    where id = any(${ids}::text[]) and status = 'draft'
+    order by id for update`;
+}
+
+/**
+ * Locks up to `limit` drafts created before `before` that no one else holds, all of the product
+ * of the oldest such draft: generations that stopped between claiming and finishing. SKIP
+ * LOCKED lets replicas recover different drafts; `skip` names drafts this run already failed on.
+ * One product per batch: a claim and a minimum are per product.
+ */
+export async function lockStaleDrafts(sql: Queryable, before: Date, skip: string[], limit: number): Promise<Draft[]> {
+  return sql<Draft[]>`
+    with oldest as (
+      select product_id from payouts
+      where status = 'draft' and created_at < ${before} and id <> all(${skip}::text[])
+      order by created_at, id limit 1
+      for update skip locked)
+    select id, product_id, partnership_id from payouts
+    where status = 'draft' and created_at < ${before} and id <> all(${skip}::text[])
+      and product_id = (select product_id from oldest)
+    order by created_at, id limit ${limit}
+    for update skip locked`;
 }
 
 /** Locks a payout row in any status (draft included); undefined when there is none. */
@@ -52,14 +62,16 @@ export async function lockAnyPayout(
   return row;
 }
 
-/** Whether a payout row with this id exists in any status. */
-export async function payoutExists(sql: Queryable, id: string): Promise<boolean> {
-  const [row] = await sql`select 1 from payouts where id = ${id}`;
-  return row !== undefined;
+/** Those of `ids` that name a payout row in any status. */
+export async function existingPayoutIds(sql: Queryable, ids: string[]): Promise<Set<string>> {
+  if (ids.length === 0) return new Set();
+  const rows = await sql<{ id: string }[]>`select id from payouts where id = any(${ids}::text[])`;
+  return new Set(rows.map((row) => row.id));
 }
 
-export async function deletePayout(sql: Queryable, id: string): Promise<void> {
-  await sql`delete from payouts where id = ${id}`;
+export async function deletePayouts(sql: Queryable, ids: string[]): Promise<void> {
+  if (ids.length === 0) return;
+  await sql`delete from payouts where id = any(${ids}::text[])`;
 }
 
 /** A payout that RPCs may show (never a draft); NOT_FOUND for another product's. */
@@ -81,24 +93,44 @@ export async function lockPayoutOrThrow(sql: Queryable, productId: string, id: s
 }
 
 /**
- * Recomputes a payout's amount, adjustment sum and commission count from its links and linked
- * adjustments, the invariant every open payout keeps (contract 8), and returns the payout.
+ * Recomputes payouts' amounts, adjustment sums and commission counts from their links and linked
+ * adjustments, the invariant every open payout keeps (contract 8), in one statement, and returns
+ * the payouts.
  */
-export async function recomputePayout(sql: Queryable, id: string): Promise<Payout> {
-  const [row] = await sql<Payout[]>`
+export async function recomputePayouts(sql: Queryable, ids: string[]): Promise<Payout[]> {
+  if (ids.length === 0) return [];
+  return sql<Payout[]>`
     update payouts p set
-      amount_cents = links.total + adjustments.total,
-      adjustment_cents = adjustments.total,
-      commission_count = links.count,
+      amount_cents = coalesce(links.total, 0) + coalesce(adjustments.total, 0),
+      adjustment_cents = coalesce(adjustments.total, 0),
+      commission_count = coalesce(links.count, 0),
       updated_at = now()
-    from
-      (select coalesce(sum(amount_cents), 0)::int8 as total, count(*)::int8 as count
-       from payout_commissions where payout_id = ${id}) links,
-      (select coalesce(sum(amount_cents), 0)::int8 as total from adjustments where payout_id = ${id}) adjustments
-    where p.id = ${id}
+    from unnest(${ids}::text[]) as target(payout_id)
+      left join (select payout_id, sum(amount_cents)::int8 as total, count(*)::int8 as count
+                 from payout_commissions where payout_id = any(${ids}::text[]) group by payout_id) links
+        using (payout_id)
+      left join (select payout_id, sum(amount_cents)::int8 as total
+                 from adjustments where payout_id = any(${ids}::text[]) group by payout_id) adjustments
+        using (payout_id)
+    where p.id = target.payout_id
     returning ${payoutColumns(sql)}`;
+}
+
+/** recomputePayouts for one payout, which must exist. */
+export async function recomputePayout(sql: Queryable, id: string): Promise<Payout> {
+  const [row] = await recomputePayouts(sql, [id]);
   if (!row) throw new Error(`payout ${id} vanished while recomputing`);
   return row;
+}
+
+/** Makes finished drafts pending: visible, and open to actions. Returns them in id order. */
+export async function markPending(sql: Queryable, ids: string[]): Promise<Payout[]> {
+  if (ids.length === 0) return [];
+  const rows = await sql<Payout[]>`
+    update payouts set status = 'pending', updated_at = now()
+    where id = any(${ids}::text[]) and status = 'draft'
+    returning ${payoutColumns(sql)}`;
+  return rows.sort((a, b) => (a.id < b.id ? -1 : 1));
 }
 
 export async function setStatus(

@@ -1,9 +1,11 @@
 import type { Queryable } from "@affiliate/platform";
 
-/** Remembers that the ledger must release a payout id's commissions. */
-export async function addPendingRelease(sql: Queryable, release: { payoutId: string; productId: string }) {
+/** Remembers that the ledger must release these payout ids' commissions. */
+export async function addPendingReleases(sql: Queryable, releases: { id: string; productId: string }[]) {
+  if (releases.length === 0) return;
   await sql`
-    insert into pending_releases (payout_id, product_id) values (${release.payoutId}, ${release.productId})
+    insert into pending_releases (payout_id, product_id)
+    select * from unnest(${releases.map((r) => r.id)}::text[], ${releases.map((r) => r.productId)}::text[])
     on conflict do nothing`;
 }
 
