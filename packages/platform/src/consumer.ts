@@ -23,7 +23,19 @@ export interface DurableConsumerOptions {
    * Applies the event inside `tx`, the transaction that also records the event id. Throw
    * UndecodableEvent for a message that can never be applied; any other error is retried.
    */
-  handle(tx: TransactionSql, message: { id: string; subject: string; data: Uint8Array }): Promise<void>;
+  handle(tx: TransactionSql, message: ConsumedEvent): Promise<void>;
+  /**
+   * True for an event that `handle` would apply as nothing: it is acked at once, without a
+   * transaction or a recorded id (a redelivery is harmless, as it too changes nothing).
+   * Saves the consumer's database a transaction for every event it has no use for.
+   */
+  changesNothing?(message: ConsumedEvent): boolean;
+}
+
+export interface ConsumedEvent {
+  id: string;
+  subject: string;
+  data: Uint8Array;
 }
 
 export interface DurableConsumer {
@@ -58,14 +70,19 @@ export async function startDurableConsumer(options: DurableConsumerOptions): Pro
       msg.term();
       return;
     }
+    const event = { id, subject: domainSubject(namespace, msg.subject), data: msg.data };
     try {
+      if (options.changesNothing?.(event)) {
+        msg.ack();
+        return;
+      }
       await withConsumerSpan(`consume ${options.subject}`, contextFromNatsHeaders(msg.headers), () =>
         sql.begin(async (tx) => {
           const [fresh] = await tx`
             insert into applied_events (consumer, event_id) values (${durable}, ${id})
             on conflict do nothing returning event_id`;
           if (!fresh) return;
-          await options.handle(tx, { id, subject: domainSubject(namespace, msg.subject), data: msg.data });
+          await options.handle(tx, event);
         }),
       );
       msg.ack();

@@ -40,13 +40,19 @@ export function startOutboxRelay(options: OutboxRelayOptions): OutboxRelay {
   let notified = false;
   let failures = 0;
 
+  // Taken by one DELETE … RETURNING in the transaction that publishes: if a publish fails, the
+  // transaction rolls back and the rows are there again. RETURNING keeps no order, so the rows
+  // are sorted by seq before publishing.
   const publishBatch = () =>
     sql.begin(async (tx) => {
-      const rows = await tx<{ id: string; subject: string; payload: Buffer; headers: Record<string, string> }[]>`
-        select id, subject, payload, headers from outbox
-        order by seq limit ${batchSize}
-        for update skip locked`;
+      const rows = await tx<
+        { id: string; seq: number; subject: string; payload: Buffer; headers: Record<string, string> }[]
+      >`
+        delete from outbox where id in (
+          select id from outbox order by seq limit ${batchSize} for update skip locked)
+        returning id, seq, subject, payload, headers`;
       if (rows.length === 0) return 0;
+      rows.sort((a, b) => a.seq - b.seq);
       // Publishes are pipelined on one connection, so the stream keeps their order.
       await Promise.all(
         rows.map((row) =>
@@ -56,7 +62,6 @@ export function startOutboxRelay(options: OutboxRelayOptions): OutboxRelay {
           }),
         ),
       );
-      await tx`delete from outbox where id in ${tx(rows.map((row) => row.id))}`;
       return rows.length;
     });
 

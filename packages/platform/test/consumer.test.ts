@@ -72,6 +72,7 @@ async function consume(
   subject: string,
   durable: string,
   fail: (delivery: Delivery, call: number) => Error | undefined,
+  changesNothing?: DurableConsumerOptions["changesNothing"],
 ) {
   const calls: Delivery[] = [];
   const handle: DurableConsumerOptions["handle"] = async (tx, message) => {
@@ -91,6 +92,7 @@ async function consume(
     namespace: events.namespace,
     logger: silentLogger,
     handle,
+    ...(changesNothing ? { changesNothing } : {}),
   });
   consumers.push(consumer);
   return { calls, consumer };
@@ -194,6 +196,44 @@ describe("startDurableConsumer", () => {
     await eventually("the good event applied", async () => (await effects(subject)).includes(good));
     await eventually("both messages settled", () => settled(durable, 2));
     expect(calls.map((call) => call.data)).toEqual(["b-good"]);
+  });
+
+  it("acks an event that changes nothing without calling the handler or recording its id", async () => {
+    const subject = "svc.applied.nothing";
+    const durable = "applied_nothing";
+    const { calls } = await consume(
+      subject,
+      durable,
+      () => undefined,
+      (message) => Buffer.from(message.data).toString().startsWith("a-nothing"),
+    );
+    await publish(subject, "a-nothing");
+    const good = await publish(subject, "b-good");
+
+    await eventually("the good event applied", async () => (await effects(subject)).includes(good));
+    await eventually("both messages acked", () => settled(durable, 2));
+    expect(calls.map((call) => call.id)).toEqual([good]);
+    expect(await appliedIds(durable)).toEqual([good]);
+  });
+
+  it("terminates an event whose changesNothing cannot decode it", async () => {
+    const subject = "svc.applied.undecodable_filter";
+    const durable = "applied_undecodable_filter";
+    const { calls } = await consume(
+      subject,
+      durable,
+      () => undefined,
+      (message) => {
+        if (Buffer.from(message.data).toString() === "a-garbage") throw new UndecodableEvent("not a valid message");
+        return false;
+      },
+    );
+    await publish(subject, "a-garbage");
+    const good = await publish(subject, "b-good");
+
+    await eventually("the good event applied", async () => (await effects(subject)).includes(good));
+    await eventually("both messages settled", () => settled(durable, 2));
+    expect(calls.map((call) => call.id)).toEqual([good]);
   });
 
   it("stop() ends the loop; the durable resumes where it stopped", async () => {

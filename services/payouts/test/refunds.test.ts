@@ -4,11 +4,13 @@ import { PayoutAction, PayoutStatus } from "@affiliate/proto/payouts";
 import { createTestNamespace } from "@affiliate/testing";
 import { toBinary } from "@bufbuild/protobuf";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { refundChangesNothing } from "../src/domain/apply-commission-refund.js";
 import { finishClaimedDrafts, finishDrafts } from "../src/domain/finish-drafts.js";
 import { reserveDrafts } from "../src/domain/generate-payouts.js";
 import {
   commissionRefundedDurable,
   consumeCommissionRefunds,
+  decodeCommissionRefunded,
   handleCommissionRefunded,
 } from "../src/events/commission-refunded.js";
 import { adjustmentsOf, completedPayout, linksOf, pendingPayout } from "./fixtures.js";
@@ -28,6 +30,10 @@ afterAll(() => h.close());
 const apply = (event: CommissionRefunded) =>
   h.sql.begin((tx) => handleCommissionRefunded(tx, { id: event.id, data: toBinary(CommissionRefundedSchema, event) }));
 
+/** Whether the consumer acks the event without a transaction. */
+const changesNothing = (event: CommissionRefunded) =>
+  refundChangesNothing(decodeCommissionRefunded(event.id, toBinary(CommissionRefundedSchema, event)));
+
 const payoutRow = async (payoutId: string) => {
   const [row] = await h.sql`select * from payouts where id = ${payoutId}`;
   return row;
@@ -44,8 +50,10 @@ describe("a refund of a commission in an open payout", () => {
     const { productId, payoutId, commissionIds } = await pendingPayout(h, [3000, 4000]);
     for (const action of steps) await h.payouts.updatePayout({ productId, payoutId, action });
     const [first] = commissionIds;
+    const event = h.ledger.refund(first ?? "", { newAmountCents: 1500, paymentRefundedCents: 7500 });
+    expect(changesNothing(event)).toBe(false);
 
-    const outcome = await apply(h.ledger.refund(first ?? "", { newAmountCents: 1500, paymentRefundedCents: 7500 }));
+    const outcome = await apply(event);
 
     expect(outcome).toEqual({ kind: "recalculated", payoutId });
     expect(await amountOf(productId, payoutId)).toBe(5500n);
@@ -156,9 +164,10 @@ describe("a refund of a commission in an open payout", () => {
     const productId = h.partners.product(1000);
     const partnershipId = h.partners.partnership(productId);
     const commission = h.ledger.add(productId, partnershipId, 8000);
-    expect(await apply(h.ledger.refund(commission, { newAmountCents: 0, paymentRefundedCents: 40_000 }))).toEqual({
-      kind: "nothing",
-    });
+    const event = h.ledger.refund(commission, { newAmountCents: 0, paymentRefundedCents: 40_000 });
+    // The consumer skips it without a transaction; applied anyway, it still changes nothing.
+    expect(changesNothing(event)).toBe(true);
+    expect(await apply(event)).toEqual({ kind: "nothing" });
     expect(await adjustmentsOf(h, partnershipId)).toEqual([]);
     expect(await h.sql`select id from payouts where product_id = ${productId}`).toEqual([]);
   });
@@ -169,6 +178,7 @@ describe("a refund of a commission already paid out", () => {
     const { productId, partnershipId, payoutId, commissionIds } = await completedPayout(h, [6000]);
     const completed = await payoutRow(payoutId);
     const event = h.ledger.refund(commissionIds[0] ?? "", { newAmountCents: 2000, paymentRefundedCents: 20_000 });
+    expect(changesNothing(event)).toBe(false);
 
     const outcome = await apply(event);
 

@@ -54,6 +54,11 @@ export async function getCommissionsOfEvent(sql: Queryable, eventId: string): Pr
   return sql<Commission[]>`${selectCommission(sql)} where c.event_id = ${eventId} order by c.level`;
 }
 
+/** The payment's commissions, locked, level 1 first (the order every locker of a family uses). */
+export async function lockCommissionsOfEvent(sql: Queryable, eventId: string): Promise<Commission[]> {
+  return sql<Commission[]>`${selectCommission(sql)} where c.event_id = ${eventId} order by c.level for update of c`;
+}
+
 /** The commission and its level-2 children, locked, parent first. */
 export async function lockCommissionFamily(sql: Queryable, productId: string, id: string): Promise<Commission[]> {
   const locked = await sql<{ id: string }[]>`

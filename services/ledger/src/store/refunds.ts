@@ -1,4 +1,4 @@
-import { DomainError, type Queryable } from "@affiliate/platform";
+import type { Queryable } from "@affiliate/platform";
 import type { Commission } from "../domain/types.js";
 
 export interface PaymentRow {
@@ -7,53 +7,46 @@ export interface PaymentRow {
   refundedCents: number;
 }
 
-/** Locks the payment (serialising its refunds) and returns it. */
-export async function lockPayment(sql: Queryable, eventId: string): Promise<PaymentRow> {
-  const [row] = await sql<PaymentRow[]>`
-    select id, amount_cents, refunded_cents from tracking_events where id = ${eventId} for update`;
-  if (!row) throw new DomainError("not_found", "No payment matches the identifier");
+const paymentColumns = (sql: Queryable) => sql`id, amount_cents, refunded_cents`;
+
+/**
+ * Finds and locks, in one statement, the live payment a refund names: by a commission of it, or
+ * by its external_id. Locking the payment row serialises the payment's refunds.
+ */
+export async function lockPaymentOf(
+  sql: Queryable,
+  productId: string,
+  by: { commissionId: string } | { externalId: string },
+): Promise<PaymentRow | undefined> {
+  const [row] =
+    "commissionId" in by
+      ? await sql<PaymentRow[]>`
+          select ${paymentColumns(sql)} from tracking_events
+          where id = (select event_id from commissions where product_id = ${productId} and id = ${by.commissionId})
+          for update`
+      : await sql<PaymentRow[]>`
+          select ${paymentColumns(sql)} from tracking_events
+          where product_id = ${productId} and external_id = ${by.externalId} and event_type = 'payment'
+          for update`;
   return row;
 }
 
-export async function paymentOfCommission(
-  sql: Queryable,
-  productId: string,
-  commissionId: string,
-): Promise<string | undefined> {
-  const [row] = await sql<{ eventId: string }[]>`
-    select event_id from commissions where product_id = ${productId} and id = ${commissionId}`;
-  return row?.eventId;
-}
-
-export async function paymentByExternalId(
-  sql: Queryable,
-  productId: string,
-  externalId: string,
-): Promise<string | undefined> {
-  const [row] = await sql<{ id: string }[]>`
-    select id from tracking_events
-    where product_id = ${productId} and external_id = ${externalId} and event_type = 'payment'`;
-  return row?.id;
-}
-
-/** Live payments of this customer with exactly this amount, newest first (at most `limit`). */
-export async function paymentsByEmailAndAmount(
+/**
+ * Live payments of this customer with exactly this amount, newest first (at most `limit`),
+ * locked: the caller refunds the one it finds, or refuses when there are several.
+ */
+export async function lockPaymentsByEmailAndAmount(
   sql: Queryable,
   productId: string,
   email: string,
   amountCents: number,
   limit: number,
-): Promise<string[]> {
-  const rows = await sql<{ id: string }[]>`
-    select id from tracking_events
+): Promise<PaymentRow[]> {
+  return sql<PaymentRow[]>`
+    select ${paymentColumns(sql)} from tracking_events
     where product_id = ${productId} and event_type = 'payment' and customer_email = ${email} and amount_cents = ${amountCents}
-    order by occurred_at desc, id desc limit ${limit}`;
-  return rows.map((row) => row.id);
-}
-
-/** The payment's commissions (level 1 first), locked. */
-export async function lockCommissionsOfPayment(sql: Queryable, eventId: string): Promise<void> {
-  await sql`select id from commissions where event_id = ${eventId} order by level for update`;
+    order by occurred_at desc, id desc limit ${limit}
+    for update`;
 }
 
 export async function setPaymentRefunded(sql: Queryable, eventId: string, refundedCents: number): Promise<void> {

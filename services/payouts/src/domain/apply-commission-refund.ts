@@ -28,6 +28,13 @@ export type RefundOutcome =
 const closedStatuses = new Set(["processing", "completed"]);
 
 /**
+ * Whether applyCommissionRefund would certainly do nothing, known from the event alone: the
+ * commission was in no payout when the ledger refunded it, and its money had not gone out. Most
+ * refunds are of such commissions, and their events need no transaction.
+ */
+export const refundChangesNothing = (refund: CommissionRefund): boolean => refund.payoutId === null && !refund.wasPaid;
+
+/**
  * Applies a refund of a commission to payouts (spec 3.1, contract 8), inside the consumer's
  * transaction (which also records the event id):
  *

@@ -11,7 +11,12 @@ import {
 import { type CommissionRefunded, CommissionRefundedSchema, CommissionStatus } from "@affiliate/proto/ledger";
 import { fromBinary } from "@bufbuild/protobuf";
 import type { JetStreamManager } from "nats";
-import { applyCommissionRefund, type CommissionRefund, type RefundOutcome } from "../domain/apply-commission-refund.js";
+import {
+  applyCommissionRefund,
+  type CommissionRefund,
+  type RefundOutcome,
+  refundChangesNothing,
+} from "../domain/apply-commission-refund.js";
 
 export const commissionRefundedSubject = "ledger.commission.refunded";
 export const commissionRefundedDurable = "payouts_commission_refunded";
@@ -68,5 +73,6 @@ export function consumeCommissionRefunds(options: {
     async handle(tx, message) {
       await handleCommissionRefunded(tx, message);
     },
+    changesNothing: (message) => refundChangesNothing(decodeCommissionRefunded(message.id, message.data)),
   });
 }
