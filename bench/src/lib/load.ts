@@ -12,6 +12,11 @@ export interface LoadCase {
   body?: () => unknown;
   /** Headers of one request on top of `headers`, asked for every request (e.g. a key on some). */
   requestHeaders?: () => Record<string, string> | undefined;
+  /**
+   * Requests per second offered over all connections (autocannon's overallRate); absent, every
+   * connection sends its next request as soon as the last is answered (closed loop, saturation).
+   */
+  offeredRate?: number;
 }
 
 export interface LoadOptions {
@@ -134,6 +139,7 @@ function runOnce(load: LoadCase, connections: number, seconds: number): Promise<
         connections,
         duration: seconds,
         method: load.method ?? "GET",
+        ...(load.offeredRate ? { overallRate: load.offeredRate } : {}),
         headers: { ...load.headers, ...(makeBody ? { "content-type": "application/json" } : {}) },
         // setupRequest runs before every request, so each one carries a body (and headers) of its own.
         ...(makeBody || makeHeaders
