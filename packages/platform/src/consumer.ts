@@ -1,6 +1,6 @@
 import { AckPolicy, DeliverPolicy, type JetStreamClient, type JetStreamManager, type JsMsg } from "nats";
 import type { Sql, TransactionSql } from "./db.js";
-import { domainSubject, wireSubject } from "./events.js";
+import { domainSubject, streamRetentionMs, wireSubject } from "./events.js";
 import type { Logger } from "./logger.js";
 import { contextFromNatsHeaders, withConsumerSpan } from "./tracing.js";
 
@@ -108,6 +108,31 @@ export async function startDurableConsumer(options: DurableConsumerOptions): Pro
       await loop;
     },
   };
+}
+
+/**
+ * How long an applied event's id is remembered. An event can only be delivered again while its
+ * stream holds it (even a durable recreated from scratch replays no further back), so a day past
+ * the stream's retention is enough to recognise every redelivery.
+ */
+export const appliedEventRetentionMs = streamRetentionMs + 24 * 3600 * 1000;
+
+/**
+ * Forgets applied event ids older than appliedEventRetentionMs, in batches so no statement holds
+ * many row locks for long; run periodically. Returns how many it deleted.
+ */
+export async function purgeAppliedEvents(sql: Sql, batchSize = 5000): Promise<number> {
+  let purged = 0;
+  for (;;) {
+    const rows = await sql`
+      delete from applied_events where ctid in (
+        select ctid from applied_events
+        where applied_at < now() - make_interval(secs => ${appliedEventRetentionMs / 1000})
+        limit ${batchSize})
+      returning event_id`;
+    purged += rows.length;
+    if (rows.length < batchSize) return purged;
+  }
 }
 
 export interface FollowOptions {

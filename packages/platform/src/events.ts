@@ -39,6 +39,9 @@ export async function connectNats(url: string, name: string): Promise<NatsConnec
   return connect({ servers: url, name, maxReconnectAttempts: -1, reconnectTimeWait: 500 });
 }
 
+/** How long a stream keeps an event: also how long a consumer must remember having applied it. */
+export const streamRetentionMs = 7 * 24 * 3600 * 1000;
+
 /**
  * Creates the service's stream if missing. Messages are kept for 7 days at most: long enough
  * for a consumer that was down to catch up, short enough that customer emails carried by
@@ -51,7 +54,7 @@ export async function ensureStream(jsm: JetStreamManager, name: EventStreamName)
     subjects: [wireSubject(name.namespace, `${name.service}.>`)],
     retention: RetentionPolicy.Limits,
     storage: StorageType.File,
-    max_age: 7 * 24 * 3600 * 1e9,
+    max_age: streamRetentionMs * 1e6,
     duplicate_window: 120 * 1e9,
   };
   try {

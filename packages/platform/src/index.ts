@@ -9,6 +9,7 @@ export * from "./logger.js";
 export * from "./migrate.js";
 export * from "./outbox-relay.js";
 export * from "./page-token.js";
+export * from "./periodic.js";
 export * from "./rpc.js";
 export * from "./shutdown.js";
 export * from "./tracing.js";

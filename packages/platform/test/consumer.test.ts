@@ -4,8 +4,10 @@ import { node } from "@opentelemetry/sdk-node";
 import { headers, type JetStreamClient, type JetStreamManager, type NatsConnection } from "nats";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import {
+  appliedEventRetentionMs,
   type DurableConsumer,
   type DurableConsumerOptions,
+  purgeAppliedEvents,
   startDurableConsumer,
   UndecodableEvent,
 } from "../src/consumer.js";
@@ -293,5 +295,27 @@ describe("startDurableConsumer", () => {
       propagation.disable();
       context.disable();
     }
+  });
+});
+
+describe("purgeAppliedEvents", () => {
+  it("forgets ids older than the streams' retention plus a day, and keeps the rest", async () => {
+    const consumer = "purge_test";
+    const retentionS = appliedEventRetentionMs / 1000;
+    const ages = {
+      old: retentionS + 60,
+      older: retentionS + 86_400,
+      oldest: retentionS + 7 * 86_400,
+      recent: retentionS - 60,
+    };
+    for (const [id, ageS] of Object.entries(ages)) {
+      await sql`
+        insert into applied_events (consumer, event_id, applied_at)
+        values (${consumer}, ${id}, now() - make_interval(secs => ${ageS}))`;
+    }
+    // Batches of 2: the three old ids take two rounds.
+    expect(await purgeAppliedEvents(sql, 2)).toBe(3);
+    expect(await appliedIds(consumer)).toEqual(["recent"]);
+    expect(await purgeAppliedEvents(sql, 2)).toBe(0);
   });
 });

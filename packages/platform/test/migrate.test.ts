@@ -7,7 +7,8 @@ import { createSql, type Sql } from "../src/db.js";
 import { migrate } from "../src/migrate.js";
 import { migrationsDirectory } from "./helpers.js";
 
-const platformFile = "platform/0001_outbox.sql";
+/** The platform's own migrations, applied before every service's, in this order. */
+const platformFiles = ["platform/0001_outbox.sql", "platform/0002_applied_events_by_age.sql"];
 
 let database: TestDatabase;
 let sql: Sql;
@@ -72,18 +73,25 @@ describe("migrate", () => {
 
     const result = await migrate(sql, schema, dir.path);
 
-    expect(result).toEqual({ applied: [platformFile, "0001_widgets.sql", "0002_add_note.sql"] });
+    expect(result).toEqual({ applied: [...platformFiles, "0001_widgets.sql", "0002_add_note.sql"] });
     expect(await tablesIn(schema)).toEqual(["applied_events", "outbox", "schema_migrations", "widgets"]);
     // Unqualified names land in the service's schema, never in public.
     expect(await tablesIn("public")).toEqual([]);
-    const platformText = await readFile(
-      fileURLToPath(new URL("../migrations/0001_outbox.sql", import.meta.url)),
-      "utf8",
+    const platformRecords = await Promise.all(
+      platformFiles.map(async (name) => ({
+        name,
+        checksum: sha256(
+          await readFile(
+            fileURLToPath(new URL(`../migrations/${name.slice("platform/".length)}`, import.meta.url)),
+            "utf8",
+          ),
+        ),
+      })),
     );
     expect(await recorded(schema)).toEqual([
       { name: "0001_widgets.sql", checksum: sha256(files["0001_widgets.sql"]) },
       { name: "0002_add_note.sql", checksum: sha256(files["0002_add_note.sql"]) },
-      { name: platformFile, checksum: sha256(platformText) },
+      ...platformRecords,
     ]);
     const columns = await sql<{ columnName: string }[]>`
       select column_name from information_schema.columns
@@ -96,11 +104,11 @@ describe("migrate", () => {
     const dir = await directory({
       "0001_counter.sql": "create table counter (n int not null);\ninsert into counter values (1);",
     });
-    expect((await migrate(sql, schema, dir.path)).applied).toEqual([platformFile, "0001_counter.sql"]);
+    expect((await migrate(sql, schema, dir.path)).applied).toEqual([...platformFiles, "0001_counter.sql"]);
 
     expect(await migrate(sql, schema, dir.path)).toEqual({ applied: [] });
     expect(await sql.unsafe(`select n from "${schema}".counter`)).toEqual([{ n: 1 }]);
-    expect((await recorded(schema)).map((row) => row.name)).toEqual(["0001_counter.sql", platformFile]);
+    expect((await recorded(schema)).map((row) => row.name)).toEqual(["0001_counter.sql", ...platformFiles]);
 
     // A new file is applied on its own.
     await dir.write("0002_more.sql", "insert into counter values (2);");
@@ -121,7 +129,7 @@ describe("migrate", () => {
 
     const results = await Promise.all([migrate(sql, schema, dir.path), migrate(other, schema, dir.path)]);
 
-    const everything = [platformFile, "0001_counter.sql", "0002_row.sql"];
+    const everything = [...platformFiles, "0001_counter.sql", "0002_row.sql"];
     expect(results.flatMap((result) => result.applied).sort()).toEqual([...everything].sort());
     // The advisory lock serialises whole runs: one applies everything, the other nothing.
     expect(results.map((result) => result.applied.length).sort()).toEqual([0, everything.length]);

@@ -13,7 +13,9 @@ import {
   exitOnUnhandledFailure,
   onShutdown,
   PageTokens,
+  purgeAppliedEvents,
   startOutboxRelay,
+  startPeriodicJob,
   startRpcServer,
 } from "@affiliate/platform";
 import { PartnersService } from "@affiliate/proto/partners";
@@ -46,21 +48,18 @@ const following = followPartnersEvents({
   logger,
 });
 
-const sweep = setInterval(() => {
-  approveDueCommissions(sql, new Date())
-    .then((approved) => approved > 0 && logger.info({ approved }, "hold sweep approved commissions"))
-    .catch((error: unknown) => logger.warn({ err: error }, "hold sweep failed; will retry"));
-}, config.HOLD_SWEEP_INTERVAL_MS);
+const stopSweep = startPeriodicJob(logger, "hold sweep", config.HOLD_SWEEP_INTERVAL_MS, async () => {
+  const approved = await approveDueCommissions(sql, new Date());
+  if (approved > 0) logger.info({ approved }, "hold sweep approved commissions");
+});
 
-// Expired idempotency keys (older than 30 days) are deleted hourly, so a key can be used again.
-const purge = setInterval(
-  () => {
-    purgeExpiredKeys(sql)
-      .then((purged) => purged > 0 && logger.info({ purged }, "expired idempotency keys purged"))
-      .catch((error: unknown) => logger.warn({ err: error }, "idempotency key purge failed; will retry"));
-  },
-  60 * 60 * 1000,
-);
+// Hourly: expired idempotency keys (older than 30 days) go, so a key can be used again, and so do
+// consumed event ids older than the streams can redeliver.
+const stopPurges = startPeriodicJob(logger, "purges", 60 * 60 * 1000, async () => {
+  const keys = await purgeExpiredKeys(sql);
+  const events = await purgeAppliedEvents(sql);
+  if (keys + events > 0) logger.info({ keys, events }, "expired idempotency keys and applied event ids purged");
+});
 
 const payoutEvents = await consumePayoutEvents({
   sql,
@@ -80,7 +79,8 @@ const server = await startRpcServer({
 
 onShutdown(logger, [
   ["rpc server", () => server.close()],
-  ["hold sweep and purge", () => [sweep, purge].forEach(clearInterval)],
+  ["hold sweep", stopSweep],
+  ["purges", stopPurges],
   ["payout events", () => Promise.all(payoutEvents.map((consumer) => consumer.stop()))],
   ["partners events", () => following.stop()],
   ["outbox relay", () => relay.stop()],

@@ -10,7 +10,9 @@ import {
   exitOnUnhandledFailure,
   onShutdown,
   PageTokens,
+  purgeAppliedEvents,
   startOutboxRelay,
+  startPeriodicJob,
   startRpcServer,
 } from "@affiliate/platform";
 import { LedgerService } from "@affiliate/proto/ledger";
@@ -54,33 +56,19 @@ const refunds = await consumeCommissionRefunds({
   logger,
 });
 
-/** Runs `job` every `everyMs`, never two at once; failures are logged and retried next time. */
-function every(name: string, everyMs: number, job: () => Promise<unknown>) {
-  let running: Promise<unknown> | undefined;
-  const tick = () => {
-    if (running) return;
-    running = job()
-      .catch((error: unknown) => logger.warn({ err: error, job: name }, "background job failed; will retry"))
-      .finally(() => {
-        running = undefined;
-      });
-  };
-  const timer = setInterval(tick, everyMs);
-  tick();
-  return async () => {
-    clearInterval(timer);
-    await running;
-  };
-}
-
 // Generations that stopped between claiming and finishing (contract 8, recovery).
-const stopRecovery = every("draft recovery", 30_000, async () => {
+const stopRecovery = startPeriodicJob(logger, "draft recovery", 30_000, async () => {
   const finished = await finishDrafts(deps);
   if (finished > 0) logger.info({ finished }, "payout drafts recovered");
 });
+// Hourly: consumed event ids older than the streams can redeliver.
+const stopPurge = startPeriodicJob(logger, "applied event purge", 60 * 60 * 1000, async () => {
+  const purged = await purgeAppliedEvents(sql);
+  if (purged > 0) logger.info({ purged }, "applied event ids purged");
+});
 const stopSchedule =
   config.PAYOUT_INTERVAL_MS > 0
-    ? every("payout schedule", Math.min(config.PAYOUT_INTERVAL_MS, 60_000), async () => {
+    ? startPeriodicJob(logger, "payout schedule", Math.min(config.PAYOUT_INTERVAL_MS, 60_000), async () => {
         const created = await runScheduledGeneration(deps, config.PAYOUT_INTERVAL_MS);
         if (created !== undefined) logger.info({ created }, "scheduled payout generation ran");
       })
@@ -98,6 +86,7 @@ onShutdown(logger, [
   ["rpc server", () => server.close()],
   ["payout schedule", stopSchedule],
   ["draft recovery", stopRecovery],
+  ["applied event purge", stopPurge],
   ["refund consumer", () => refunds.stop()],
   ["outbox relay", () => relay.stop()],
   ["nats", () => nats.drain()],
