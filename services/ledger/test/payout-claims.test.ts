@@ -2,7 +2,7 @@ import { newId } from "@affiliate/platform";
 import { CommissionStatus } from "@affiliate/proto/ledger";
 import { Code, ConnectError } from "@connectrpc/connect";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { maxClaimsPerCall, settleCommissions } from "../src/domain/payout-claims.js";
+import { maxPayoutsPerCall, settleCommissions } from "../src/domain/payout-claims.js";
 import { EventType, eventually, type Harness, newAffiliate, newProduct, startHarness, track } from "./harness.js";
 
 let h: Harness;
@@ -159,7 +159,7 @@ describe("payout claims", () => {
 
   it("refuses more claims than the maximum per call, and links nothing", async () => {
     const { productId, partnershipId } = await approvedCommissions(1);
-    const others = Array.from({ length: maxClaimsPerCall }, (_, i) => `ptn_missing_${i}`);
+    const others = Array.from({ length: maxPayoutsPerCall }, (_, i) => `ptn_missing_${i}`);
     const error = await failure(
       h.ledger.claimCommissions({ productId, claims: claimsFor([partnershipId, ...others]) }),
     );
@@ -198,10 +198,40 @@ describe("payout claims", () => {
     const { productId, partnershipId, ids } = await approvedCommissions(2);
     const payoutId = newId("po");
     await h.ledger.claimCommissions({ productId, claims: [{ partnershipId, payoutId }] });
-    expect((await h.ledger.releaseCommissions({ productId, payoutId })).releasedCount).toBe(2n);
-    expect((await h.ledger.releaseCommissions({ productId, payoutId })).releasedCount).toBe(0n);
+    expect((await h.ledger.releaseCommissions({ productId, payoutIds: [payoutId] })).releasedCount).toBe(2n);
+    expect((await h.ledger.releaseCommissions({ productId, payoutIds: [payoutId] })).releasedCount).toBe(0n);
     const read = await h.ledger.getCommission({ productId, commissionId: ids[0] ?? "" });
     expect(read.commission).toMatchObject({ payoutId: "", status: CommissionStatus.APPROVED });
+  });
+
+  it("releases several payouts in one call, and only those", async () => {
+    const first = await approvedCommissions(2);
+    const second = await approvedCommissionsOf(first.productId, 1);
+    const kept = await approvedCommissionsOf(first.productId, 1);
+    const [one, two, three] = [newId("po"), newId("po"), newId("po")];
+    await h.ledger.claimCommissions({
+      productId: first.productId,
+      claims: [
+        { partnershipId: first.partnershipId, payoutId: one },
+        { partnershipId: second.partnershipId, payoutId: two },
+        { partnershipId: kept.partnershipId, payoutId: three },
+      ],
+    });
+
+    const released = await h.ledger.releaseCommissions({ productId: first.productId, payoutIds: [one, two] });
+
+    expect(released.releasedCount).toBe(3n);
+    const payoutOf = async (commissionId: string) =>
+      (await h.ledger.getCommission({ productId: first.productId, commissionId })).commission?.payoutId;
+    expect(await payoutOf(first.ids[0] ?? "")).toBe("");
+    expect(await payoutOf(second.ids[0] ?? "")).toBe("");
+    expect(await payoutOf(kept.ids[0] ?? "")).toBe(three);
+  });
+
+  it("refuses more payout ids than the maximum in one release", async () => {
+    const payoutIds = Array.from({ length: maxPayoutsPerCall + 1 }, () => newId("po"));
+    const error = await failure(h.ledger.releaseCommissions({ productId: newId("prd"), payoutIds }));
+    expect(error?.code).toBe(Code.InvalidArgument);
   });
 
   it("settling marks the payout's approved commissions paid, once, and keeps refunded ones", async () => {

@@ -220,6 +220,7 @@ describe("generating in batches", () => {
     const adjustment = await unappliedAdjustment(h, productId, cutWithAdjustment ?? "", -1000);
     h.ledger.add(productId, alsoKept ?? "", 9000);
     const releasesBefore = h.ledger.releases.length;
+    const releaseCallsBefore = h.ledger.releaseCalls.length;
     // Between the balances and the claim, refunds cut two of the four below the minimum.
     h.ledger.beforeClaim = async () => {
       h.ledger.refund(cutCommission, { newAmountCents: 4000, paymentRefundedCents: 10_000 });
@@ -236,9 +237,10 @@ describe("generating in batches", () => {
       ].sort(),
     );
     expect((await payoutsOf(productId)).map((p) => p.partnershipId).sort()).toEqual([kept, alsoKept].sort());
-    // The dropped drafts' claims were released at the ledger, once each; nothing is owed.
+    // The dropped drafts' claims were released at the ledger, once each, in one call; nothing is owed.
     const released = h.ledger.releases.slice(releasesBefore);
     expect(released).toHaveLength(2);
+    expect(h.ledger.releaseCalls.slice(releaseCallsBefore)).toEqual([expect.arrayContaining(released)]);
     expect(payouts.some((p) => released.includes(p.id))).toBe(false);
     expect(h.ledger.get(cutCommission).payoutId).toBe("");
     expect(h.ledger.get(cutWithAdjustmentCommission).payoutId).toBe("");

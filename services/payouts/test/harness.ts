@@ -66,6 +66,8 @@ export class FakeLedger {
   /** Awaited before a claim links anything; given the call's payout ids. */
   beforeClaim: (payoutIds: string[]) => Promise<void> = async () => {};
   readonly releases: string[] = [];
+  /** The payout ids of each ReleaseCommissions call, in call order. */
+  readonly releaseCalls: string[][] = [];
   /** How many claims each ClaimCommissions call carried. */
   readonly claimSizes: number[] = [];
 
@@ -178,9 +180,11 @@ export class FakeLedger {
             .map((c) => ({ commissionId: c.id, payoutId: c.payoutId, amountCents: BigInt(c.amountCents) })),
         };
       },
-      releaseCommissions: async ({ productId, payoutId }) => {
-        this.releases.push(payoutId);
-        return { releasedCount: BigInt(this.release(productId, payoutId)) };
+      releaseCommissions: async ({ productId, payoutIds }) => {
+        this.releaseCalls.push(payoutIds);
+        this.releases.push(...payoutIds);
+        const released = payoutIds.reduce((sum, payoutId) => sum + this.release(productId, payoutId), 0);
+        return { releasedCount: BigInt(released) };
       },
     });
   }

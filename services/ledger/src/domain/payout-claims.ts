@@ -33,16 +33,17 @@ export interface ClaimedCommission {
 }
 
 /**
- * Claims per call: a generation sends its batches (500 partnerships) in one call each, and the
- * bound keeps one call's transaction, its row locks and its answer from growing without limit.
+ * Payouts per ClaimCommissions or ReleaseCommissions call: a generation sends each batch (500
+ * partnerships) in one call, and the bound keeps one call's transaction, its row locks and its
+ * answer from growing without limit.
  */
-export const maxClaimsPerCall = 1000;
+export const maxPayoutsPerCall = 1000;
 
 const payoutIdPattern = /^po_[0-9a-f]{32}$/;
 
 function validateClaims(claims: PayoutClaim[]): void {
-  if (claims.length > maxClaimsPerCall) {
-    throw DomainError.invalidField("claims", `At most ${maxClaimsPerCall} claims per call`);
+  if (claims.length > maxPayoutsPerCall) {
+    throw DomainError.invalidField("claims", `At most ${maxPayoutsPerCall} claims per call`);
   }
   if (claims.some((claim) => !payoutIdPattern.test(claim.payoutId))) {
     throw DomainError.invalidField("claims.payout_id", "Must be a payout id");
@@ -95,11 +96,18 @@ export async function claimCommissions(
   });
 }
 
-/** Unlinks every unpaid commission of the payout (rejected or abandoned); a repeat releases nothing. */
-export async function releaseCommissions(sql: Queryable, productId: string, payoutId: string): Promise<number> {
+/**
+ * Unlinks every unpaid commission of the payouts (rejected or abandoned), at most
+ * maxPayoutsPerCall payout ids at once; a repeat releases nothing. Returns how many it unlinked.
+ */
+export async function releaseCommissions(sql: Queryable, productId: string, payoutIds: string[]): Promise<number> {
+  if (payoutIds.length > maxPayoutsPerCall) {
+    throw DomainError.invalidField("payout_ids", `At most ${maxPayoutsPerCall} payout ids per call`);
+  }
+  if (payoutIds.length === 0) return 0;
   const rows = await sql`
     update commissions set payout_id = null, updated_at = now()
-    where product_id = ${productId} and payout_id = ${payoutId} and status <> 'paid'
+    where product_id = ${productId} and payout_id = any(${payoutIds}::text[]) and status <> 'paid'
     returning id`;
   return rows.length;
 }

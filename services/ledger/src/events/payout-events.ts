@@ -44,7 +44,7 @@ export async function consumePayoutEvents(options: {
       subject: "payouts.payout.rejected",
       async handle(tx, message) {
         const payout = decode(() => fromBinary(PayoutRejectedSchema, message.data).payout);
-        await releaseCommissions(tx, payout.productId, payout.id);
+        await releaseCommissions(tx, payout.productId, [payout.id]);
       },
     }),
   ]);

@@ -186,7 +186,7 @@ export function createLedgerService(deps: LedgerServiceDeps): ServiceImpl<typeof
     },
 
     async releaseCommissions(req) {
-      return { releasedCount: BigInt(await releaseCommissions(sql, req.productId, req.payoutId)) };
+      return { releasedCount: BigInt(await releaseCommissions(sql, req.productId, req.payoutIds)) };
     },
   };
 }

@@ -11,7 +11,7 @@ import {
   markPending,
   recomputePayouts,
 } from "../store/payouts.js";
-import { addPendingReleases, pendingReleases, removePendingRelease } from "../store/releases.js";
+import { addPendingReleases, pendingReleases, removePendingReleases } from "../store/releases.js";
 import type { ClaimedCommission, Ledger, Partners } from "./ports.js";
 import type { Payout } from "./types.js";
 
@@ -115,17 +115,27 @@ async function abandonedDrafts(tx: Queryable, drafts: Draft[], locked: Draft[]):
   return gone.filter((draft) => !existing.has(draft.id));
 }
 
+/** Payout ids per ReleaseCommissions call: the ledger's maximum. */
+export const maxReleasesPerCall = 1000;
+
 /**
- * Asks the ledger to release payout ids' commissions, one call each (a release is rare: a lost
- * race or a refund). On a failure the pending row stays for the next sweep.
+ * Asks the ledger to release payout ids' commissions: one call per product and 1000 ids (two
+ * generations racing over a large program can drop thousands of drafts at once), then forgets
+ * those pending releases. On a failure their rows stay for the next sweep.
  */
 async function releaseNow(deps: PayoutDeps, releases: { id: string; productId: string }[]): Promise<void> {
-  for (const release of releases) {
-    try {
-      await deps.ledger.releaseCommissions(release.productId, release.id);
-      await removePendingRelease(deps.sql, release.id);
-    } catch (error) {
-      deps.logger.warn({ err: error, payoutId: release.id }, "ledger release failed; will retry");
+  const byProduct = new Map<string, { id: string }[]>();
+  for (const release of releases)
+    byProduct.set(release.productId, [...(byProduct.get(release.productId) ?? []), release]);
+  for (const [productId, ofProduct] of byProduct) {
+    for (let start = 0; start < ofProduct.length; start += maxReleasesPerCall) {
+      const payoutIds = ofProduct.slice(start, start + maxReleasesPerCall).map((release) => release.id);
+      try {
+        await deps.ledger.releaseCommissions(productId, payoutIds);
+        await removePendingReleases(deps.sql, payoutIds);
+      } catch (error) {
+        deps.logger.warn({ err: error, payoutIds }, "ledger release failed; will retry");
+      }
     }
   }
 }
@@ -166,9 +176,7 @@ export async function finishDrafts(deps: PayoutDeps): Promise<number> {
       failed.push(...attempt.drafts.map((draft) => draft.id));
     }
   }
-  for (const release of await pendingReleases(deps.sql, 100)) {
-    await releaseNow(deps, [{ id: release.payoutId, productId: release.productId }]);
-  }
+  await releaseNow(deps, await pendingReleases(deps.sql, maxReleasesPerCall));
   return finished;
 }
 

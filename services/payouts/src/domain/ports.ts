@@ -32,8 +32,8 @@ export interface Ledger {
    * ledger takes at most 1000 claims per call.
    */
   claimCommissions(productId: string, claims: PayoutClaim[]): Promise<ClaimedCommission[]>;
-  /** Unlinks the payout's unpaid commissions. Idempotent. */
-  releaseCommissions(productId: string, payoutId: string): Promise<void>;
+  /** Unlinks the payouts' unpaid commissions (at most 1000 ids). Idempotent. */
+  releaseCommissions(productId: string, payoutIds: string[]): Promise<void>;
 }
 
 /** Partners owns programs and partnerships. */

@@ -22,8 +22,8 @@ export function ledgerOver(client: Client<typeof LedgerService>): Ledger {
         amountCents: Number(c.amountCents),
       }));
     },
-    async releaseCommissions(productId, payoutId) {
-      await client.releaseCommissions({ productId, payoutId });
+    async releaseCommissions(productId, payoutIds) {
+      await client.releaseCommissions({ productId, payoutIds });
     },
   };
 }

@@ -9,11 +9,13 @@ export async function addPendingReleases(sql: Queryable, releases: { id: string;
     on conflict do nothing`;
 }
 
+/** The oldest releases still owed, as `{ id, productId }` like the drafts they came from. */
 export async function pendingReleases(sql: Queryable, limit: number) {
-  return sql<{ payoutId: string; productId: string }[]>`
-    select payout_id, product_id from pending_releases order by created_at limit ${limit}`;
+  return sql<{ id: string; productId: string }[]>`
+    select payout_id as id, product_id from pending_releases order by created_at limit ${limit}`;
 }
 
-export async function removePendingRelease(sql: Queryable, payoutId: string) {
-  await sql`delete from pending_releases where payout_id = ${payoutId}`;
+export async function removePendingReleases(sql: Queryable, payoutIds: string[]) {
+  if (payoutIds.length === 0) return;
+  await sql`delete from pending_releases where payout_id = any(${payoutIds}::text[])`;
 }
