@@ -2,6 +2,7 @@ import http2 from "node:http2";
 import { Health, HealthCheckResponse_ServingStatus } from "@affiliate/proto/health";
 import { PartnersService } from "@affiliate/proto/partners";
 import { Code, ConnectError, type ConnectRouter, createClient } from "@connectrpc/connect";
+import { createConnectTransport } from "@connectrpc/connect-node";
 import { afterEach, describe, expect, it } from "vitest";
 import { DomainError, fieldErrorsOf } from "../src/errors.js";
 import { createRpcTransport, type RpcServer, startRpcServer } from "../src/rpc.js";
@@ -201,5 +202,28 @@ describe("errorMapping in startRpcServer", () => {
   it("registers the platform's health service alongside the service's routes", async () => {
     const server = await serve(undefined, routes);
     expect((await health(server).check({})).status).toBe(SERVING);
+  });
+});
+
+describe("createRpcTransport", () => {
+  it("asks for answers uncompressed, where connect-node's default gzips anything over 1 KB", async () => {
+    const partnerships = Array.from({ length: 100 }, (_, i) => ({ id: `ptn_${String(i).padStart(32, "0")}` }));
+    const server = await serve(undefined, (router) =>
+      router.service(PartnersService, { batchGetPartnerships: async () => ({ partnerships }) }),
+    );
+    const encodingOf = async (transport: ReturnType<typeof createRpcTransport>) => {
+      let encoding: string | null = null;
+      const { partnerships: answered } = await createClient(PartnersService, transport).batchGetPartnerships(
+        {},
+        { onHeader: (headers) => (encoding = headers.get("content-encoding")) },
+      );
+      expect(answered).toHaveLength(100);
+      return encoding;
+    };
+
+    expect(await encodingOf(createRpcTransport(baseUrl(server)))).toBeNull();
+    // The same call with connect-node's defaults, to show the server would compress it.
+    const defaults = createConnectTransport({ baseUrl: baseUrl(server), httpVersion: "2", useBinaryFormat: true });
+    expect(await encodingOf(defaults)).toBe("gzip");
   });
 });
