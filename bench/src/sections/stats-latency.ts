@@ -1,3 +1,5 @@
+import { compactDailyRollups } from "@affiliate/ledger/dist/domain/compact-rollups.js";
+import { createSql } from "@affiliate/platform";
 import { type BenchContext, gatewayHasRoute } from "../lib/context.js";
 import { interleavedLatencies, meteredRequests } from "../lib/http.js";
 import { type LatencySummary, ratio, summarize } from "../lib/latency.js";
@@ -100,6 +102,15 @@ export async function statsLatency(ctx: BenchContext): Promise<StatsLatencyResul
 
   const largeSeeded = await seedProduct(ctx, "large", config.events);
   const smallSeeded = await seedProduct(ctx, "small", config.smallEvents);
+  // The ledger folds old days' rollup shards into one row each every hour; a long-lived database
+  // has had that done for all but the last two days.
+  const ledgerSql = createSql(ctx.databaseUrl, { schema: "ledger", applicationName: "bench-compaction", max: 1 });
+  try {
+    const folded = await compactDailyRollups(ledgerSql, new Date());
+    console.log(`  folded the rollup shards of ${fmt(folded)} product-days, as the ledger's hourly job does`);
+  } finally {
+    await ledgerSql.end();
+  }
   // A bulk load leaves work behind (hint bits, visibility map, dirty buffers) that autovacuum and
   // the checkpointer would do during the measurement; a long-lived database has done it already.
   for (const table of ["tracking_events", "commissions", "daily_rollups"]) {

@@ -22,6 +22,7 @@ import { PartnersService } from "@affiliate/proto/partners";
 import { createClient } from "@connectrpc/connect";
 import { loadLedgerConfig } from "./config.js";
 import { approveDueCommissions } from "./domain/approve-due-commissions.js";
+import { compactDailyRollups } from "./domain/compact-rollups.js";
 import { purgeExpiredKeys } from "./domain/idempotency.js";
 import { consumePayoutEvents } from "./events/payout-events.js";
 import { CachedPartnersDirectory, followPartnersEvents } from "./partners-directory.js";
@@ -53,6 +54,12 @@ const stopSweep = startPeriodicJob(logger, "hold sweep", config.HOLD_SWEEP_INTER
   if (approved > 0) logger.info({ approved }, "hold sweep approved commissions");
 });
 
+// Hourly: old days' rollup shards folded into one row each, so long stats windows read few rows.
+const stopCompaction = startPeriodicJob(logger, "rollup compaction", 60 * 60 * 1000, async () => {
+  const days = await compactDailyRollups(sql, new Date());
+  if (days > 0) logger.info({ days }, "daily rollup shards folded");
+});
+
 // Hourly: expired idempotency keys (older than 30 days) go, so a key can be used again, and so do
 // consumed event ids older than the streams can redeliver.
 const stopPurges = startPeriodicJob(logger, "purges", 60 * 60 * 1000, async () => {
@@ -81,6 +88,7 @@ onShutdown(logger, [
   ["rpc server", () => server.close()],
   ["hold sweep", stopSweep],
   ["purges", stopPurges],
+  ["rollup compaction", stopCompaction],
   ["payout events", () => Promise.all(payoutEvents.map((consumer) => consumer.stop()))],
   ["partners events", () => following.stop()],
   ["outbox relay", () => relay.stop()],

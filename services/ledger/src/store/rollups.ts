@@ -59,40 +59,99 @@ export async function addToPartnershipRollup(
 
 const zeroMetrics: Metrics = { clicks: 0, signups: 0, conversions: 0, revenueCents: 0, commissionsCents: 0 };
 
-/** Sums of whole UTC days in [fromDay, toDay) from the rollups. */
-export async function sumDailyRollups(
+/**
+ * A part of a stats window: whole UTC days summed from the daily rollups, or a partial day at
+ * a window's edge summed from the events and commissions themselves. [from, to) either way.
+ */
+export interface WindowPart {
+  window: number;
+  source: "rollups" | "events";
+  from: Date;
+  to: Date;
+}
+
+/**
+ * The metrics of each window (by index, zeros for a window with no activity), summed from its
+ * parts in one statement: a stats request is one round trip, whatever the number of parts.
+ */
+export async function sumWindows(sql: Queryable, productId: string, parts: WindowPart[]): Promise<Metrics[]> {
+  const windows = Math.max(0, ...parts.map((part) => part.window + 1));
+  if (parts.length === 0) return [];
+  const rows = await sql<(Metrics & { window: number })[]>`
+    with parts (window_index, source, from_at, to_at) as (
+      select * from unnest(${parts.map((p) => p.window)}::int[], ${parts.map((p) => p.source)}::text[],
+                           ${parts.map((p) => p.from.toISOString())}::timestamptz[],
+                           ${parts.map((p) => p.to.toISOString())}::timestamptz[])
+    ),
+    sums (window_index, clicks, signups, conversions, revenue_cents, commissions_cents) as (
+      select p.window_index, d.clicks, d.signups, d.conversions, d.revenue_cents, d.commissions_cents
+      from parts p join daily_rollups d on d.product_id = ${productId}
+        and d.day >= (p.from_at at time zone 'UTC')::date and d.day < (p.to_at at time zone 'UTC')::date
+      where p.source = 'rollups'
+      union all
+      select p.window_index,
+             count(*) filter (where e.event_type = 'click'),
+             count(*) filter (where e.event_type = 'signup'),
+             count(*) filter (where e.event_type = 'payment' and e.partnership_id is not null),
+             coalesce(sum(e.amount_cents) filter (where e.event_type = 'payment' and e.partnership_id is not null), 0),
+             0
+      from parts p join tracking_events e on e.product_id = ${productId}
+        and e.occurred_at >= p.from_at and e.occurred_at < p.to_at
+      where p.source = 'events'
+      group by p.window_index
+      union all
+      select p.window_index, 0, 0, 0, 0, sum(c.amount_cents)
+      from parts p join commissions c on c.product_id = ${productId}
+        and c.payment_occurred_at >= p.from_at and c.payment_occurred_at < p.to_at and c.status <> 'rejected'
+      where p.source = 'events'
+      group by p.window_index
+    )
+    select window_index as window, sum(clicks)::int8 as clicks, sum(signups)::int8 as signups,
+           sum(conversions)::int8 as conversions, sum(revenue_cents)::int8 as revenue_cents,
+           sum(commissions_cents)::int8 as commissions_cents
+    from sums group by window_index`;
+  const byWindow = new Map(rows.map(({ window, ...metrics }) => [window, metrics]));
+  return Array.from({ length: windows }, (_, window) => byWindow.get(window) ?? { ...zeroMetrics });
+}
+
+/** Product-days before `beforeDay` that still have rows on shards other than 0, oldest first. */
+export async function daysWithShards(
   sql: Queryable,
-  productId: string,
-  fromDay: string,
-  toDay: string,
-): Promise<Metrics> {
-  if (fromDay >= toDay) return { ...zeroMetrics };
-  const [row] = await sql<Metrics[]>`
-    select coalesce(sum(clicks), 0)::int8 as clicks, coalesce(sum(signups), 0)::int8 as signups,
-           coalesce(sum(conversions), 0)::int8 as conversions, coalesce(sum(revenue_cents), 0)::int8 as revenue_cents,
-           coalesce(sum(commissions_cents), 0)::int8 as commissions_cents
-    from daily_rollups where product_id = ${productId} and day >= ${fromDay}::date and day < ${toDay}::date`;
-  return row ?? { ...zeroMetrics };
+  beforeDay: string,
+  limit: number,
+): Promise<{ productId: string; day: string }[]> {
+  return sql<{ productId: string; day: string }[]>`
+    select distinct product_id, to_char(day, 'YYYY-MM-DD') as day from daily_rollups
+    where day < ${beforeDay}::date and shard <> 0
+    order by 2, 1 limit ${limit}`;
 }
 
-/** Sums of the live events (and their commissions) in [from, to): for the partial days at a window's edges. */
-export async function sumEvents(sql: Queryable, productId: string, from: Date, to: Date): Promise<Metrics> {
-  if (from >= to) return { ...zeroMetrics };
-  const [events] = await sql<Omit<Metrics, "commissionsCents">[]>`
-    select count(*) filter (where event_type = 'click')::int8 as clicks,
-           count(*) filter (where event_type = 'signup')::int8 as signups,
-           count(*) filter (where event_type = 'payment' and partnership_id is not null)::int8 as conversions,
-           coalesce(sum(amount_cents) filter (where event_type = 'payment' and partnership_id is not null), 0)::int8
-             as revenue_cents
-    from tracking_events where product_id = ${productId} and occurred_at >= ${from} and occurred_at < ${to}`;
-  const [commissions] = await sql<{ commissionsCents: number }[]>`
-    select coalesce(sum(amount_cents), 0)::int8 as commissions_cents from commissions
-    where product_id = ${productId} and payment_occurred_at >= ${from} and payment_occurred_at < ${to}
-      and status <> 'rejected'`;
-  return { ...zeroMetrics, ...events, commissionsCents: commissions?.commissionsCents ?? 0 };
+/**
+ * Folds one product-day's shards into shard 0, in one statement (so in one transaction): a reader
+ * sees the day's sum before or after, never half. A writer that adds to a shard row this deletes
+ * waits, then inserts the row afresh; its amount is not lost. One day per statement, so the rows
+ * this locks are one day's, and no writer (which locks days in order, one shard each) can be part
+ * of a cycle with it.
+ */
+export async function foldShardsOfDay(sql: Queryable, productId: string, day: string): Promise<void> {
+  await sql`
+    with moved as (
+      delete from daily_rollups where product_id = ${productId} and day = ${day}::date and shard <> 0
+      returning clicks, signups, conversions, revenue_cents, commissions_cents
+    )
+    insert into daily_rollups (product_id, day, shard, clicks, signups, conversions, revenue_cents, commissions_cents)
+    select ${productId}, ${day}::date, 0, sum(clicks), sum(signups), sum(conversions), sum(revenue_cents),
+           sum(commissions_cents)
+    from moved having count(*) > 0
+    on conflict (product_id, day, shard) do update set
+      clicks = daily_rollups.clicks + excluded.clicks,
+      signups = daily_rollups.signups + excluded.signups,
+      conversions = daily_rollups.conversions + excluded.conversions,
+      revenue_cents = daily_rollups.revenue_cents + excluded.revenue_cents,
+      commissions_cents = daily_rollups.commissions_cents + excluded.commissions_cents`;
 }
 
-/** Per-day sums over [fromDay, toDay] inclusive, only days that have rows. */
+/** Per-day sums over [fromDay, toDay] inclusive, oldest first, every day (zeros when quiet). */
 export async function dailySeries(
   sql: Queryable,
   productId: string,
@@ -100,11 +159,13 @@ export async function dailySeries(
   toDay: string,
 ): Promise<(Metrics & { day: string })[]> {
   return sql<(Metrics & { day: string })[]>`
-    select to_char(day, 'YYYY-MM-DD') as day, sum(clicks)::int8 as clicks, sum(signups)::int8 as signups,
-           sum(conversions)::int8 as conversions, sum(revenue_cents)::int8 as revenue_cents,
-           sum(commissions_cents)::int8 as commissions_cents
-    from daily_rollups where product_id = ${productId} and day between ${fromDay}::date and ${toDay}::date
-    group by day`;
+    select to_char(d.day, 'YYYY-MM-DD') as day, coalesce(sum(r.clicks), 0)::int8 as clicks,
+           coalesce(sum(r.signups), 0)::int8 as signups, coalesce(sum(r.conversions), 0)::int8 as conversions,
+           coalesce(sum(r.revenue_cents), 0)::int8 as revenue_cents,
+           coalesce(sum(r.commissions_cents), 0)::int8 as commissions_cents
+    from generate_series(${fromDay}::timestamp, ${toDay}::timestamp, interval '1 day') as d (day)
+    left join daily_rollups r on r.product_id = ${productId} and r.day = d.day::date
+    group by d.day order by d.day`;
 }
 
 export async function partnershipStats(
