@@ -291,8 +291,26 @@ export function toPublicStats(period: PublicPeriod, stats: GetStatsResponse, act
   };
 }
 
+const dayMs = 24 * 3600 * 1000;
+
+/** The ledger's columns as the public points: day i is first_date plus i days. */
 export function toPublicTimeseries(response: GetTimeseriesResponse): PublicTimeseriesPoint[] {
-  return response.points.map((point) => ({ date: point.date, ...toPublicMetrics(point.metrics) }));
+  const { firstDate, clicks, signups, conversions, revenueCents, commissionsCents } = response;
+  const days = clicks.length;
+  const first = Date.parse(`${firstDate}T00:00:00Z`);
+  if ([signups, conversions, revenueCents, commissionsCents].some((column) => column.length !== days)) {
+    throw new ContractViolation("time series columns of different lengths in the ledger response");
+  }
+  if (days > 0 && Number.isNaN(first))
+    throw new ContractViolation(`time series first_date "${firstDate}" is not a date`);
+  return Array.from({ length: days }, (_, i) => ({
+    date: new Date(first + i * dayMs).toISOString().slice(0, 10),
+    clicks: Number(clicks[i]),
+    signups: Number(signups[i]),
+    conversions: Number(conversions[i]),
+    revenue_cents: Number(revenueCents[i]),
+    commissions_cents: Number(commissionsCents[i]),
+  }));
 }
 
 /** The spec 4.9 refund answer of the ledger's result (the payment's level-1 commission). */

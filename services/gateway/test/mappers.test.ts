@@ -2,6 +2,7 @@ import {
   CommissionSchema,
   CommissionStatus,
   EventType,
+  GetTimeseriesResponseSchema,
   RefundResultSchema,
   TrackedEventSchema,
 } from "@affiliate/proto/ledger";
@@ -28,6 +29,7 @@ import {
   toPublicPayout,
   toPublicProgram,
   toPublicRefund,
+  toPublicTimeseries,
   toPublicTrackedEvent,
   toRegistrationBody,
 } from "../src/mappers.js";
@@ -117,6 +119,41 @@ const commission = create(CommissionSchema, {
 });
 
 describe("ledger mappers", () => {
+  it("turns the ledger's time series columns into dated points, across month and year ends", () => {
+    const columns = (values: number[]) => values.map(BigInt);
+    const series = create(GetTimeseriesResponseSchema, {
+      firstDate: "2024-02-28",
+      clicks: columns([1, 2, 3]),
+      signups: columns([4, 5, 6]),
+      conversions: columns([7, 8, 9]),
+      revenueCents: columns([10, 11, 12]),
+      commissionsCents: columns([13, 14, 15]),
+    });
+    expect(toPublicTimeseries(series).map((point) => [point.date, point.clicks, point.commissions_cents])).toEqual([
+      ["2024-02-28", 1, 13],
+      ["2024-02-29", 2, 14],
+      ["2024-03-01", 3, 15],
+    ]);
+    const newYear = toPublicTimeseries({ ...series, firstDate: "2025-12-31" });
+    expect(newYear.map((point) => point.date)).toEqual(["2025-12-31", "2026-01-01", "2026-01-02"]);
+    expect(toPublicTimeseries(create(GetTimeseriesResponseSchema))).toEqual([]);
+  });
+
+  it("refuses time series columns of different lengths, or a first date that is not one", () => {
+    const series = create(GetTimeseriesResponseSchema, {
+      firstDate: "2024-02-28",
+      clicks: [1n, 2n],
+      signups: [1n, 2n],
+      conversions: [1n],
+      revenueCents: [1n, 2n],
+      commissionsCents: [1n, 2n],
+    });
+    expect(() => toPublicTimeseries(series)).toThrow(ContractViolation);
+    expect(() => toPublicTimeseries({ ...series, firstDate: "yesterday", conversions: [1n, 2n] })).toThrow(
+      ContractViolation,
+    );
+  });
+
   it("writes a commission in spec 2.2's fields, with the affiliate from the partnership", () => {
     const mapped = expectBody(commissionSchema, toPublicCommission(commission, partnership));
     expect(mapped).toEqual({

@@ -115,26 +115,29 @@ describe("time series", () => {
       amountCents: 1000n,
       occurredAt: at(2 * day),
     });
-    const { points } = await h.ledger.getTimeseries({ productId, period: Period.PERIOD_7D });
-    expect(points.map((p) => p.date)).toEqual([
-      "2026-11-14",
-      "2026-11-15",
-      "2026-11-16",
-      "2026-11-17",
-      "2026-11-18",
-      "2026-11-19",
-      "2026-11-20",
-    ]);
-    expect(points[6]?.metrics?.clicks).toBe(1n);
-    expect(points[4]?.metrics).toMatchObject({ conversions: 1n, revenueCents: 1000n, commissionsCents: 200n });
-    expect(points.filter((p) => p.metrics?.clicks === 0n && p.metrics?.conversions === 0n)).toHaveLength(5);
+    const series = await h.ledger.getTimeseries({ productId, period: Period.PERIOD_7D });
+    // Columns: day i is first_date + i days.
+    expect(series.firstDate).toBe("2026-11-14");
+    expect(series.clicks).toEqual([0n, 0n, 0n, 0n, 0n, 0n, 1n]);
+    expect(series.signups).toEqual([0n, 0n, 0n, 0n, 0n, 0n, 0n]);
+    expect(series.conversions).toEqual([0n, 0n, 0n, 0n, 1n, 0n, 0n]);
+    expect(series.revenueCents).toEqual([0n, 0n, 0n, 0n, 1000n, 0n, 0n]);
+    expect(series.commissionsCents).toEqual([0n, 0n, 0n, 0n, 200n, 0n, 0n]);
   });
 
-  it("has 365 points for 12m", async () => {
+  it("has 365 days for 12m, ending today", async () => {
     const productId = await newProduct(h);
-    const { points } = await h.ledger.getTimeseries({ productId, period: Period.PERIOD_12M });
-    expect(points).toHaveLength(365);
-    expect(points.at(-1)?.date).toBe("2026-11-20");
+    const series = await h.ledger.getTimeseries({ productId, period: Period.PERIOD_12M });
+    expect(series.firstDate).toBe("2025-11-21");
+    for (const column of [
+      series.clicks,
+      series.signups,
+      series.conversions,
+      series.revenueCents,
+      series.commissionsCents,
+    ]) {
+      expect(column).toHaveLength(365);
+    }
   });
 });
 

@@ -348,11 +348,14 @@ export class FakeLedger extends CallLog<LedgerMethod> {
           throw toConnectError(DomainError.invalidField("period", "Period must be 7d, 30d, 90d or 12m"));
         }
         const today = Date.UTC(this.now.getUTCFullYear(), this.now.getUTCMonth(), this.now.getUTCDate());
+        const points = Array.from({ length: days }, (_, i) => metrics(i));
         return {
-          points: Array.from({ length: days }, (_, i) => ({
-            date: new Date(today - (days - 1 - i) * dayMs).toISOString().slice(0, 10),
-            metrics: metrics(i),
-          })),
+          firstDate: new Date(today - (days - 1) * dayMs).toISOString().slice(0, 10),
+          clicks: points.map((m) => m.clicks),
+          signups: points.map((m) => m.signups),
+          conversions: points.map((m) => m.conversions),
+          revenueCents: points.map((m) => m.revenueCents),
+          commissionsCents: points.map((m) => m.commissionsCents),
         };
       },
       batchGetPartnershipStats: ({ partnershipIds }) => {

@@ -26,6 +26,7 @@ import {
   metricsToProto,
   periodFromProto,
   refundResultToProto,
+  timeseriesToProto,
   trackedEventToProto,
 } from "./mappers.js";
 
@@ -111,8 +112,7 @@ export function createLedgerService(deps: LedgerServiceDeps): ServiceImpl<typeof
     },
 
     async getTimeseries(req) {
-      const points = await getTimeseries(sql, req.productId, periodOrThrow(req.period), clock());
-      return { points: points.map((p) => ({ date: p.date, metrics: metricsToProto(p.metrics) })) };
+      return timeseriesToProto(await getTimeseries(sql, req.productId, periodOrThrow(req.period), clock()));
     },
 
     async batchGetPartnershipStats(req) {

@@ -3,6 +3,7 @@ import {
   CommissionSchema,
   CommissionStatus as CommissionStatusProto,
   EventType as EventTypeProto,
+  type GetTimeseriesResponseSchema,
   type Metrics as MetricsProto,
   MetricsSchema,
   Period as PeriodProto,
@@ -11,7 +12,7 @@ import {
   type TrackedEvent as TrackedEventProto,
   TrackedEventSchema,
 } from "@affiliate/proto/ledger";
-import { create } from "@bufbuild/protobuf";
+import { create, type MessageInitShape } from "@bufbuild/protobuf";
 import { timestampFromDate } from "@bufbuild/protobuf/wkt";
 import type { RefundResult } from "../domain/refund-payment.js";
 import type { Commission, CommissionStatus, EventType, Metrics, Period, TrackedEvent } from "../domain/types.js";
@@ -87,6 +88,21 @@ export function metricsToProto(m: Metrics): MetricsProto {
     revenueCents: BigInt(m.revenueCents),
     commissionsCents: BigInt(m.commissionsCents),
   });
+}
+
+/** A series of consecutive days, oldest first, as GetTimeseriesResponse's columns. */
+export function timeseriesToProto(
+  points: { date: string; metrics: Metrics }[],
+): MessageInitShape<typeof GetTimeseriesResponseSchema> {
+  const column = (metric: keyof Metrics) => points.map((point) => BigInt(point.metrics[metric]));
+  return {
+    firstDate: points[0]?.date ?? "",
+    clicks: column("clicks"),
+    signups: column("signups"),
+    conversions: column("conversions"),
+    revenueCents: column("revenueCents"),
+    commissionsCents: column("commissionsCents"),
+  };
 }
 
 export function refundResultToProto(r: RefundResult): RefundResultProto {
