@@ -16,6 +16,8 @@ export const gatewayConfigShape = {
   TRACKING_RATE_LIMIT_PER_MINUTE: perMinute(60_000),
   /** How long a resolved key is trusted without asking partners again. */
   KEY_CACHE_TTL_MS: z.coerce.number().int().min(0).default(60_000),
+  /** How long a product's active-affiliates count (GET /api/v1/stats) is reused; 0 asks every time. */
+  ACTIVE_AFFILIATES_CACHE_MS: z.coerce.number().int().min(0).default(5000),
 };
 
 export type GatewayConfig = Readonly<z.infer<z.ZodObject<typeof gatewayConfigShape>>>;

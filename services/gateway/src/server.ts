@@ -31,7 +31,10 @@ export interface GatewayDeps {
   /** Which services the gateway calls are not ready (GET /readyz). */
   ready: ReadinessCheck;
   logger: Logger;
-  config: Pick<GatewayConfig, "RATE_LIMIT_PER_MINUTE" | "TRACKING_RATE_LIMIT_PER_MINUTE">;
+  config: Pick<
+    GatewayConfig,
+    "RATE_LIMIT_PER_MINUTE" | "TRACKING_RATE_LIMIT_PER_MINUTE" | "ACTIVE_AFFILIATES_CACHE_MS"
+  >;
   keyCache: KeyCache;
   /** Where partnership figures come from: the ledger's, unless a test gives another. */
   stats?: PartnershipStatsSource;
@@ -109,7 +112,7 @@ export function buildServer(deps: GatewayDeps): FastifyInstance {
   app.register(opsRoutes, { ready: deps.ready, document: openApiDocument() });
 
   const { partners, ledger, payouts } = deps;
-  const directory = partnersDirectory(partners);
+  const directory = partnersDirectory(partners, { activeCountTtlMs: deps.config.ACTIVE_AFFILIATES_CACHE_MS });
   const stats = deps.stats ?? ledgerStats(ledger);
 
   // Tracking: live and test keys, its own per-key budget.

@@ -65,6 +65,7 @@ export function createGateway(options: GatewayOptions = {}): TestGateway {
     config: {
       RATE_LIMIT_PER_MINUTE: options.rateLimitPerMinute ?? 6000,
       TRACKING_RATE_LIMIT_PER_MINUTE: options.trackingRateLimitPerMinute ?? 60_000,
+      ACTIVE_AFFILIATES_CACHE_MS: 5000,
     },
     keyCache,
     ...(options.stats ? { stats: options.stats } : {}),
