@@ -145,18 +145,28 @@ export interface FollowOptions {
   handle(message: { subject: string; data: Uint8Array }): void;
 }
 
+/** A running follow of a subject. */
+export interface Follow {
+  stop(): Promise<void>;
+  /**
+   * Resolves when the follow has ended, whether stop() ended it or the consumer stopped by itself
+   * (a cache trusting the follow must stop trusting it then).
+   */
+  ended: Promise<void>;
+}
+
 /**
  * Follows a subject from now on with an ordered (ephemeral) consumer: every process hears every
  * event, and nothing is stored about it. For caches that each replica keeps, such as the
  * gateway's key cache.
  */
-export async function followEvents(options: FollowOptions): Promise<{ stop(): Promise<void> }> {
+export async function followEvents(options: FollowOptions): Promise<Follow> {
   const consumer = await options.js.consumers.get(options.stream, {
     filterSubjects: wireSubject(options.namespace, options.subject),
     deliver_policy: DeliverPolicy.New,
   });
   const messages = await consumer.consume();
-  const loop = (async () => {
+  const ended = (async () => {
     for await (const msg of messages) {
       try {
         options.handle({ subject: domainSubject(options.namespace, msg.subject), data: msg.data });
@@ -164,11 +174,12 @@ export async function followEvents(options: FollowOptions): Promise<{ stop(): Pr
         options.logger.error({ err: error, subject: msg.subject }, "event handler failed");
       }
     }
-  })();
+  })().catch((error: unknown) => options.logger.warn({ err: error, subject: options.subject }, "event follow failed"));
   return {
     async stop() {
       messages.stop();
-      await loop;
+      await ended;
     },
+    ended,
   };
 }

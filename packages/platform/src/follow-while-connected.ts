@@ -1,6 +1,6 @@
 import { setTimeout as sleep } from "node:timers/promises";
 import { Events, type NatsConnection } from "nats";
-import { type FollowOptions, followEvents } from "./consumer.js";
+import { type Follow, type FollowOptions, followEvents } from "./consumer.js";
 import type { Logger } from "./logger.js";
 
 export interface FollowWhileConnectedOptions {
@@ -39,7 +39,7 @@ export function followWhileConnected(options: FollowWhileConnectedOptions): { st
   const follow = options.follow ?? followEvents;
   const stopping = new AbortController();
   let connection: NatsConnection | undefined;
-  let following: { stop(): Promise<void> } | undefined;
+  let following: Follow | undefined;
   let attempt = 0;
 
   const pause = () => sleep(retryMs, undefined, { signal: stopping.signal }).catch(() => undefined);
@@ -71,6 +71,7 @@ export function followWhileConnected(options: FollowWhileConnectedOptions): { st
         following = started;
         options.onFollowing(true);
         logger.info({ stream, purpose }, "following events; cache enabled");
+        void started.ended.then(() => followEndedByItself(nc, started));
         return;
       } catch (error) {
         if (tries === 0)
@@ -78,6 +79,16 @@ export function followWhileConnected(options: FollowWhileConnectedOptions): { st
         await pause();
       }
     }
+  };
+
+  // An ordered consumer can end while NATS stays connected (deleted, or given up on): events
+  // would be missed from then on, so the cache stops trusting itself and the follow starts again.
+  const followEndedByItself = (nc: NatsConnection, ended: Follow) => {
+    if (following !== ended || stopping.signal.aborted) return;
+    following = undefined;
+    options.onFollowing(false);
+    logger.warn({ stream, purpose }, "event follow ended by itself; cache bypassed, following afresh");
+    void startFollowing(nc);
   };
 
   const watchConnection = async (nc: NatsConnection) => {

@@ -106,4 +106,25 @@ describe("followEvents", () => {
     await eventually("the other follower's event", () => other.length === 1);
     expect(received.map((message) => message.data)).toEqual(["one"]);
   });
+
+  it("ended resolves when the follow ends", async () => {
+    const follower = await followEvents({
+      js,
+      stream,
+      subject: "svc.product.ended",
+      namespace: events.namespace,
+      logger: silentLogger,
+      handle: () => {},
+    });
+    let ended = false;
+    void follower.ended.then(() => {
+      ended = true;
+    });
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    expect(ended).toBe(false);
+
+    await follower.stop();
+    await follower.ended;
+    expect(ended).toBe(true);
+  });
 });

@@ -99,21 +99,35 @@ function fakeConnection() {
   };
 }
 
-/** A follow stand-in that fails `failures` times (no stream yet), then follows until stopped. */
+/**
+ * A follow stand-in that fails `failures` times (no stream yet), then follows until stopped, or
+ * until the test ends it as a consumer that stops by itself would (`endCurrent`).
+ */
 function fakeFollow(failures: number) {
   const state = { attempts: 0, active: 0, stopped: 0 };
+  let endCurrent = () => {};
   const follow: typeof followEvents = async () => {
     state.attempts++;
     if (state.attempts <= failures) throw new Error("stream not found");
     state.active++;
+    let end = () => {};
+    const ended = new Promise<void>((resolve) => {
+      end = resolve;
+    });
+    endCurrent = () => {
+      state.active--;
+      end();
+    };
     return {
       stop: async () => {
         state.active--;
         state.stopped++;
+        end();
       },
+      ended,
     };
   };
-  return { follow, state };
+  return { follow, state, endCurrent: () => endCurrent() };
 }
 
 describe("startKeyEvictions", () => {
@@ -191,6 +205,42 @@ describe("startKeyEvictions", () => {
     expect(cache.trusted).toBe(false);
     expect(state.active).toBe(0);
     expect(nats.closed).toBe(true);
+  });
+});
+
+describe("startKeyEvictions when the follow ends by itself", () => {
+  it("distrusts the cache at once and trusts it again once it follows afresh", async () => {
+    const nats = fakeConnection();
+    const { follow, state, endCurrent } = fakeFollow(0);
+    const trust: boolean[] = [];
+    const cache = new KeyCache({ resolve: async () => ({ kind: "unknown" }), ttlMs: 60_000 });
+    const setTrusted = cache.setTrusted.bind(cache);
+    cache.setTrusted = (trusted: boolean) => {
+      trust.push(trusted);
+      setTrusted(trusted);
+    };
+    const evictions = startKeyEvictions({
+      connect: async () => nats.connection,
+      namespace: "",
+      cache,
+      logger,
+      retryMs: 20,
+      follow,
+    });
+    await waitFor(() => cache.trusted);
+
+    const before = trust.length;
+    endCurrent();
+
+    await waitFor(() => state.attempts === 2 && cache.trusted);
+    // Distrusted as soon as the follow ended, trusted again only with a new follow.
+    const since = trust.slice(before);
+    expect(since[0]).toBe(false);
+    expect(since.at(-1)).toBe(true);
+    expect(since.filter((trusted) => trusted)).toHaveLength(1);
+    expect(state.active).toBe(1);
+    await evictions.stop();
+    expect(state.active).toBe(0);
   });
 });
 
