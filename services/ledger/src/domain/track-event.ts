@@ -84,10 +84,12 @@ export async function trackEvent(deps: TrackDeps, input: TrackInput): Promise<Tr
 
   return deps.sql.begin(async (tx) => {
     if (!(await insertEventUnlessReplay(tx, false, event))) return replayExisting(tx, false, event);
-    await insertCommissions(tx, planned);
-    await recordRollups(tx, event, planned);
-    for (const commission of await getCommissionsOfEvent(tx, event.id)) {
-      await enqueueCommissionEvent(tx, "commissionCreated", commission);
+    // Issued together, the commissions first: postgres.js pipelines them in issue order on the
+    // transaction's connection. A click or signup creates no commission and reads none back.
+    await Promise.all([insertCommissions(tx, planned), recordRollups(tx, event, planned)]);
+    if (planned.length > 0) {
+      const created = await getCommissionsOfEvent(tx, event.id);
+      await Promise.all(created.map((commission) => enqueueCommissionEvent(tx, "commissionCreated", commission)));
     }
     const summaries = planned.map(({ id, level, amountCents, status }) => ({ id, level, amountCents, status }));
     return { event: trackedEvent(event, false, summaries), replayed: false };
