@@ -84,13 +84,14 @@ export async function trackEvent(deps: TrackDeps, input: TrackInput): Promise<Tr
 
   return deps.sql.begin(async (tx) => {
     if (!(await insertEventUnlessReplay(tx, false, event))) return replayExisting(tx, false, event);
-    // Issued together, the commissions first: postgres.js pipelines them in issue order on the
-    // transaction's connection. A click or signup creates no commission and reads none back.
-    await Promise.all([insertCommissions(tx, planned), recordRollups(tx, event, planned)]);
-    if (planned.length > 0) {
-      const created = await getCommissionsOfEvent(tx, event.id);
-      await Promise.all(created.map((commission) => enqueueCommissionEvent(tx, "commissionCreated", commission)));
-    }
+    const created = await insertCommissions(tx, planned);
+    // The rollups last, with the events, issued together (postgres.js pipelines them in issue
+    // order): rollup rows are the hot ones (every event of a day adds to one of 16), so their
+    // locks are held only from this round trip to COMMIT.
+    await Promise.all([
+      ...created.map((commission) => enqueueCommissionEvent(tx, "commissionCreated", commission)),
+      recordRollups(tx, event, planned),
+    ]);
     const summaries = planned.map(({ id, level, amountCents, status }) => ({ id, level, amountCents, status }));
     return { event: trackedEvent(event, false, summaries), replayed: false };
   });

@@ -1,11 +1,14 @@
 import { DomainError, type Queryable } from "@affiliate/platform";
 import type { Commission, CommissionStatus } from "../domain/types.js";
 
+/** A Commission's columns, of commission rows `c` joined to their payment event `e`. */
+const commissionColumns = (sql: Queryable) => sql`
+  c.id, c.product_id, c.partnership_id, c.event_id, c.level, c.parent_commission_id, c.amount_cents,
+  c.original_amount_cents, c.status, c.hold_until, c.referral_code, e.customer_email,
+  c.payment_amount_cents, c.payment_occurred_at, c.payout_id, c.reason, c.created_at`;
+
 const selectCommission = (sql: Queryable) => sql`
-  select c.id, c.product_id, c.partnership_id, c.event_id, c.level, c.parent_commission_id, c.amount_cents,
-         c.original_amount_cents, c.status, c.hold_until, c.referral_code, e.customer_email,
-         c.payment_amount_cents, c.payment_occurred_at, c.payout_id, c.reason, c.created_at
-  from commissions c join tracking_events e on e.id = c.event_id`;
+  select ${commissionColumns(sql)} from commissions c join tracking_events e on e.id = c.event_id`;
 
 export interface NewCommission {
   id: string;
@@ -22,26 +25,29 @@ export interface NewCommission {
   paymentOccurredAt: Date;
 }
 
-export async function insertCommissions(sql: Queryable, commissions: NewCommission[]): Promise<void> {
-  if (commissions.length === 0) return;
-  await sql`insert into commissions ${sql(
-    commissions.map((c) => ({
-      id: c.id,
-      product_id: c.productId,
-      partnership_id: c.partnershipId,
-      event_id: c.eventId,
-      level: c.level,
-      parent_commission_id: c.parentCommissionId,
-      original_amount_cents: c.amountCents,
-      amount_cents: c.amountCents,
-      status: c.status,
-      hold_until: c.holdUntil,
-      referral_code: c.referralCode,
-      payment_amount_cents: c.paymentAmountCents,
-      payment_occurred_at: c.paymentOccurredAt,
-      approved_at: c.status === "approved" ? new Date() : null,
-    })),
-  )}`;
+/** Inserts a payment's commissions and returns them as stored (level 1 first), in one statement. */
+export async function insertCommissions(sql: Queryable, commissions: NewCommission[]): Promise<Commission[]> {
+  if (commissions.length === 0) return [];
+  return sql<Commission[]>`
+    with c as (insert into commissions ${sql(
+      commissions.map((c) => ({
+        id: c.id,
+        product_id: c.productId,
+        partnership_id: c.partnershipId,
+        event_id: c.eventId,
+        level: c.level,
+        parent_commission_id: c.parentCommissionId,
+        original_amount_cents: c.amountCents,
+        amount_cents: c.amountCents,
+        status: c.status,
+        hold_until: c.holdUntil,
+        referral_code: c.referralCode,
+        payment_amount_cents: c.paymentAmountCents,
+        payment_occurred_at: c.paymentOccurredAt,
+        approved_at: c.status === "approved" ? new Date() : null,
+      })),
+    )} returning *)
+    select ${commissionColumns(sql)} from c join tracking_events e on e.id = c.event_id order by c.level`;
 }
 
 export async function getCommissionOrThrow(sql: Queryable, productId: string, id: string): Promise<Commission> {
