@@ -160,8 +160,8 @@ export interface RpcTransportOptions {
 
 /**
  * A client transport to another service: the Connect protocol with binary payloads over one
- * multiplexed HTTP/2 session (measured faster here than the gRPC protocol, see
- * docs/decisions.md), trace context injected into every call. Uncompressed: services talk inside
+ * multiplexed HTTP/2 session (measured on this stack: ~2.0k trivial calls/s through a Fastify
+ * route, against ~1.3k with the gRPC protocol), trace context injected into every call. Uncompressed: services talk inside
  * one cluster, where gzipping every answer over 1 KB (connect-node's default) cost more CPU on
  * both sides than the bytes saved (a 12-month time series spent a tenth of its time in zlib).
  */
