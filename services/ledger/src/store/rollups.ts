@@ -6,6 +6,15 @@ export const shardCount = 16;
 
 export type MetricsDelta = Partial<Metrics>;
 
+/** An insert into daily_rollups whose row exists already adds its figures to that row. */
+const addedToTheDaysRow = (sql: Queryable) => sql`
+  on conflict (product_id, day, shard) do update set
+    clicks = daily_rollups.clicks + excluded.clicks,
+    signups = daily_rollups.signups + excluded.signups,
+    conversions = daily_rollups.conversions + excluded.conversions,
+    revenue_cents = daily_rollups.revenue_cents + excluded.revenue_cents,
+    commissions_cents = daily_rollups.commissions_cents + excluded.commissions_cents`;
+
 /** Adds to the product's rollup of one UTC day (`YYYY-MM-DD`) on the given shard. */
 export async function addToDailyRollup(
   sql: Queryable,
@@ -16,12 +25,7 @@ export async function addToDailyRollup(
     insert into daily_rollups (product_id, day, shard, clicks, signups, conversions, revenue_cents, commissions_cents)
     values (${row.productId}, ${row.day}::date, ${row.shard}, ${delta.clicks}, ${delta.signups}, ${delta.conversions},
             ${delta.revenueCents}, ${delta.commissionsCents})
-    on conflict (product_id, day, shard) do update set
-      clicks = daily_rollups.clicks + excluded.clicks,
-      signups = daily_rollups.signups + excluded.signups,
-      conversions = daily_rollups.conversions + excluded.conversions,
-      revenue_cents = daily_rollups.revenue_cents + excluded.revenue_cents,
-      commissions_cents = daily_rollups.commissions_cents + excluded.commissions_cents`;
+    ${addedToTheDaysRow(sql)}`;
 }
 
 export interface PartnershipDelta {
@@ -143,12 +147,7 @@ export async function foldShardsOfDay(sql: Queryable, productId: string, day: st
     select ${productId}, ${day}::date, 0, sum(clicks), sum(signups), sum(conversions), sum(revenue_cents),
            sum(commissions_cents)
     from moved having count(*) > 0
-    on conflict (product_id, day, shard) do update set
-      clicks = daily_rollups.clicks + excluded.clicks,
-      signups = daily_rollups.signups + excluded.signups,
-      conversions = daily_rollups.conversions + excluded.conversions,
-      revenue_cents = daily_rollups.revenue_cents + excluded.revenue_cents,
-      commissions_cents = daily_rollups.commissions_cents + excluded.commissions_cents`;
+    ${addedToTheDaysRow(sql)}`;
 }
 
 /** Per-day sums over [fromDay, toDay] inclusive, oldest first, every day (zeros when quiet). */
