@@ -111,6 +111,20 @@ interface Rollup {
   commissionsCents: number;
 }
 
+/** The tracking_events columns both seeders COPY, in the order of their lines. */
+const eventColumns = [
+  "id",
+  "product_id",
+  "event_type",
+  "partnership_id",
+  "visitor_id",
+  "customer_email",
+  "provider_customer_id",
+  "amount_cents",
+  "external_id",
+  "occurred_at",
+];
+
 /**
  * `count` live tracking events of one product spread evenly over the last 364 days (not 365, so
  * that the whole history stays inside a 12m window asked for minutes later), with what the
@@ -211,23 +225,7 @@ export async function seedEvents(
     }
   }
 
-  await copyInto(
-    sql,
-    "ledger.tracking_events",
-    [
-      "id",
-      "product_id",
-      "event_type",
-      "partnership_id",
-      "visitor_id",
-      "customer_email",
-      "provider_customer_id",
-      "amount_cents",
-      "external_id",
-      "occurred_at",
-    ],
-    eventLines(),
-  );
+  await copyInto(sql, "ledger.tracking_events", eventColumns, eventLines());
   // After the events: each commission references its payment.
   await copyInto(
     sql,
@@ -425,23 +423,7 @@ export async function seedApprovedPayments(
     }
   }
 
-  await copyInto(
-    sql,
-    "ledger.tracking_events",
-    [
-      "id",
-      "product_id",
-      "event_type",
-      "partnership_id",
-      "visitor_id",
-      "customer_email",
-      "provider_customer_id",
-      "amount_cents",
-      "external_id",
-      "occurred_at",
-    ],
-    eventLines(),
-  );
+  await copyInto(sql, "ledger.tracking_events", eventColumns, eventLines());
   // Level 1 before its level 2 in the same COPY: the parent reference is checked at its end.
   await copyInto(
     sql,

@@ -7,14 +7,8 @@ import {
   type PartnershipDelta,
   shardCount,
 } from "../store/rollups.js";
+import { zeroMetrics } from "./types.js";
 
-const zeroMetrics: Required<MetricsDelta> = {
-  clicks: 0,
-  signups: 0,
-  conversions: 0,
-  revenueCents: 0,
-  commissionsCents: 0,
-};
 const zeroPartnership: Required<PartnershipDelta> = {
   clicks: 0,
   conversions: 0,

@@ -1,12 +1,11 @@
 import type { Queryable } from "@affiliate/platform";
 import { dailySeries, sumWindows, type WindowPart } from "../store/rollups.js";
-import type { Metrics, Period } from "./types.js";
+import { type Metrics, type Period, zeroMetrics } from "./types.js";
 
 const dayMs = 24 * 3600 * 1000;
 export const periodDays: Record<Period, number> = { "7d": 7, "30d": 30, "90d": 90, "12m": 365 };
 
 const isoDay = (at: Date) => at.toISOString().slice(0, 10);
-const zeroMetrics: Metrics = { clicks: 0, signups: 0, conversions: 0, revenueCents: 0, commissionsCents: 0 };
 const startOfUtcDay = (at: Date) => new Date(Date.UTC(at.getUTCFullYear(), at.getUTCMonth(), at.getUTCDate()));
 
 /**

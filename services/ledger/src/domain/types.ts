@@ -79,6 +79,15 @@ export interface Metrics {
   commissionsCents: number;
 }
 
+/** No activity; spread it (`{ ...zeroMetrics }`) to get a sum to add to. */
+export const zeroMetrics: Readonly<Metrics> = {
+  clicks: 0,
+  signups: 0,
+  conversions: 0,
+  revenueCents: 0,
+  commissionsCents: 0,
+};
+
 export interface PartnershipStats {
   clicks: number;
   conversions: number;

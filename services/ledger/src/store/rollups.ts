@@ -1,5 +1,5 @@
 import type { Queryable } from "@affiliate/platform";
-import type { Metrics, PartnershipStats } from "../domain/types.js";
+import { type Metrics, type PartnershipStats, zeroMetrics } from "../domain/types.js";
 
 /** Rollup rows per product-day and per partnership; readers sum them. */
 export const shardCount = 16;
@@ -60,8 +60,6 @@ export async function addToPartnershipRollup(
       paid_count = partnership_rollups.paid_count + excluded.paid_count,
       paid_amount_cents = partnership_rollups.paid_amount_cents + excluded.paid_amount_cents`;
 }
-
-const zeroMetrics: Metrics = { clicks: 0, signups: 0, conversions: 0, revenueCents: 0, commissionsCents: 0 };
 
 /**
  * A part of a stats window: whole UTC days summed from the daily rollups, or a partial day at
