@@ -8,7 +8,8 @@
  */
 import { HttpInstrumentation } from "@opentelemetry/instrumentation-http";
 import { UndiciInstrumentation } from "@opentelemetry/instrumentation-undici";
-import { NodeSDK, tracing } from "@opentelemetry/sdk-node";
+import { NodeSDK } from "@opentelemetry/sdk-node";
+import { NoopSpanProcessor } from "@opentelemetry/sdk-trace";
 
 // The SDK defaults metrics and logs to OTLP exporters, which retry on shutdown for ~9 s.
 process.env.OTEL_METRICS_EXPORTER ??= "none";
@@ -20,7 +21,7 @@ const probePaths = new Set(["/healthz", "/readyz"]);
 const sdk = new NodeSDK({
   // Without an endpoint: a processor that drops spans, so ids exist but nothing is sent.
   // With one: undefined lets the SDK build exporters from OTEL_TRACES_EXPORTER and friends.
-  ...(exporting ? {} : { spanProcessors: [new tracing.NoopSpanProcessor()] }),
+  ...(exporting ? {} : { spanProcessors: [new NoopSpanProcessor()] }),
   instrumentations: [
     new HttpInstrumentation({
       // Health probes are not traced: they would drown real traffic.

@@ -124,7 +124,7 @@ export async function startRpcServer(options: RpcServerOptions): Promise<RpcServ
   });
 
   const server = http2.createServer(handler);
-  // Node 20 never finishes closing an HTTP/2 server while clients keep idle sessions open.
+  // Known sessions, only to cut stragglers on close (see close()).
   const sessions = new Set<http2.ServerHttp2Session>();
   server.on("session", (session) => {
     sessions.add(session);
@@ -141,9 +141,10 @@ export async function startRpcServer(options: RpcServerOptions): Promise<RpcServ
     port,
     async close() {
       closing = true;
+      // Node 24 closes an HTTP/2 server gracefully by itself: every session gets GOAWAY, idle
+      // ones close at once, in-flight streams finish (Node 20 waited for clients to hang up).
+      // Stragglers are cut after 10 s.
       const closed = new Promise<void>((resolve) => server.close(() => resolve()));
-      // Graceful: GOAWAY, in-flight streams finish; stragglers are cut after 10 s.
-      for (const session of sessions) session.close();
       const timer = setTimeout(() => {
         for (const session of sessions) session.destroy();
       }, 10_000);

@@ -1,6 +1,7 @@
 import { createTestDatabase, createTestNamespace, type TestDatabase, type TestNamespace } from "@affiliate/testing";
 import { context, propagation, trace } from "@opentelemetry/api";
-import { node } from "@opentelemetry/sdk-node";
+import { NodeSDK } from "@opentelemetry/sdk-node";
+import { NoopSpanProcessor } from "@opentelemetry/sdk-trace";
 import { headers, type JetStreamClient, type JetStreamManager, type NatsConnection } from "nats";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import {
@@ -259,8 +260,9 @@ describe("startDurableConsumer", () => {
   });
 
   it("continues the producer's trace", async () => {
-    const provider = new node.NodeTracerProvider();
-    provider.register();
+    // The SDK registers the tracer provider, W3C propagator and async context globally.
+    const sdk = new NodeSDK({ spanProcessors: [new NoopSpanProcessor()] });
+    sdk.start();
     try {
       const subject = "svc.applied.traced";
       const seen: (string | undefined)[] = [];
@@ -290,7 +292,7 @@ describe("startDurableConsumer", () => {
       expect(seen).toEqual([traceId]);
     } finally {
       for (const consumer of consumers.splice(0)) await consumer.stop();
-      await provider.shutdown();
+      await sdk.shutdown();
       trace.disable();
       propagation.disable();
       context.disable();

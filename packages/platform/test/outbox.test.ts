@@ -3,7 +3,8 @@ import { createTestDatabase, createTestNamespace, type TestDatabase, type TestNa
 import { create, fromBinary } from "@bufbuild/protobuf";
 import { timestampNow } from "@bufbuild/protobuf/wkt";
 import { context, propagation, trace } from "@opentelemetry/api";
-import { node } from "@opentelemetry/sdk-node";
+import { NodeSDK } from "@opentelemetry/sdk-node";
+import { NoopSpanProcessor } from "@opentelemetry/sdk-trace";
 import type { JetStreamClient, JetStreamManager, NatsConnection } from "nats";
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { createSql, type Sql } from "../src/db.js";
@@ -252,8 +253,9 @@ describe("outbox relay", () => {
   });
 
   it("stores the trace context of the enqueuing span and publishes it as message headers", async () => {
-    const provider = new node.NodeTracerProvider();
-    provider.register();
+    // The SDK registers the tracer provider, W3C propagator and async context globally.
+    const sdk = new NodeSDK({ spanProcessors: [new NoopSpanProcessor()] });
+    sdk.start();
     try {
       const tracer = trace.getTracer("platform-test");
       const event = keysRotated();
@@ -272,7 +274,7 @@ describe("outbox relay", () => {
       const [message] = await streamMessages();
       expect(message?.header.get("traceparent")).toBe(traceparent);
     } finally {
-      await provider.shutdown();
+      await sdk.shutdown();
       trace.disable();
       propagation.disable();
       context.disable();

@@ -130,6 +130,35 @@ describe("startRpcServer close()", () => {
     await rawClosed;
     await expect(get(connectSession(server), "/healthz")).rejects.toThrow();
   });
+
+  it("lets a call in flight finish before the server is closed", async () => {
+    let started: () => void = () => {};
+    const callStarted = new Promise<void>((resolve) => (started = resolve));
+    let finish: () => void = () => {};
+    const server = await serve(undefined, (router) =>
+      router.service(PartnersService, {
+        getProgram: async (req) => {
+          started();
+          await new Promise<void>((resolve) => (finish = resolve));
+          return { program: { productId: req.productId } };
+        },
+      }),
+    );
+    const client = createClient(PartnersService, createRpcTransport(baseUrl(server)));
+    const call = client.getProgram({ productId: "prd_slow" });
+    await callStarted;
+
+    let serverClosed = false;
+    const closing = server.close().then(() => (serverClosed = true));
+    // The server waits for the stream: still open while the handler runs.
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    expect(serverClosed).toBe(false);
+    finish();
+
+    expect((await call).program?.productId).toBe("prd_slow");
+    await closing;
+    expect(serverClosed).toBe(true);
+  });
 });
 
 describe("errorMapping in startRpcServer", () => {

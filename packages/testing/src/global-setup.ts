@@ -1,3 +1,4 @@
+import { assertNodeRuntime } from "@affiliate/runtime";
 import { resolveInfrastructure } from "./infrastructure.js";
 
 /**
@@ -5,6 +6,8 @@ import { resolveInfrastructure } from "./infrastructure.js";
  * URLs to the test workers through the environment.
  */
 export default async function setup(): Promise<() => Promise<void>> {
+  // A test run on another Node major stops here with one line, not in some dependency later.
+  assertNodeRuntime("tests");
   const infrastructure = await resolveInfrastructure();
   process.env.DATABASE_URL = infrastructure.databaseUrl;
   process.env.NATS_URL = infrastructure.natsUrl;

@@ -1,4 +1,4 @@
-import { createDocument, type oas31 } from "zod-openapi";
+import { createDocument } from "zod-openapi";
 import { opsPaths } from "./routes/ops.js";
 import { trackingPaths } from "./routes/tracking.js";
 import { affiliatesPaths } from "./routes/v1/affiliates.js";
@@ -21,13 +21,15 @@ answers 400 \`{ data: { error } }\`. Lists are newest first and cursor-paginated
 is false. Requests are rate-limited per key (429 with Retry-After); an unreachable service behind the gateway
 answers 503 with Retry-After. Every response carries \`x-request-id\`.`;
 
-let document: oas31.OpenAPIObject | undefined;
+export type OpenApiDocument = ReturnType<typeof createDocument>;
+
+let document: OpenApiDocument | undefined;
 
 /**
  * The OpenAPI 3.1 document, built from the same zod schemas the routes validate with, so the
  * documentation cannot drift from the code. Built once per process.
  */
-export function openApiDocument(): oas31.OpenAPIObject {
+export function openApiDocument(): OpenApiDocument {
   document ??= createDocument({
     openapi: "3.1.0",
     info: { title: "Affiliate Program API", version: "1.0.0", description },

@@ -4,8 +4,11 @@
  * (e.g. PARTNERS_RPC_PORT) moves an internal service; anything else in the environment reaches
  * every service.
  */
+import { assertNodeRuntime } from "@affiliate/runtime";
 import { MeshError, startMesh } from "./mesh.js";
 import { services } from "./services.js";
+
+assertNodeRuntime("npm start");
 
 const env = process.env;
 const options = {

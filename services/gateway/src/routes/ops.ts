@@ -4,8 +4,9 @@ import swagger, { type StaticDocumentSpec } from "@fastify/swagger";
 import swaggerUi from "@fastify/swagger-ui";
 import type { FastifyInstance } from "fastify";
 import { z } from "zod";
-import type { oas31, ZodOpenApiPathsObject } from "zod-openapi";
+import type { ZodOpenApiPathsObject } from "zod-openapi";
 import { unavailableRetryAfterSeconds } from "../errors.js";
+import type { OpenApiDocument } from "../openapi.js";
 import { errorSchema } from "../schemas/common.js";
 
 /** Whether one service is ready to serve. */
@@ -53,7 +54,7 @@ export function gatewayReadiness(
 
 export interface OpsRouteDeps {
   ready: ReadinessCheck;
-  document: oas31.OpenAPIObject;
+  document: OpenApiDocument;
 }
 
 /** Probes and documentation: no key, no rate limit. */
