@@ -1,8 +1,8 @@
 import { errorInfoOf, fieldErrorsOf } from "@affiliate/platform";
+import type { ErrorBody, NestedErrorBody, ValidationErrorBody } from "@affiliate/rest-shapes/schemas/common";
 import { Code, ConnectError } from "@connectrpc/connect";
 import type { FastifyError, FastifyReply, FastifyRequest } from "fastify";
 import { z } from "zod";
-import type { ErrorBody, NestedErrorBody, ValidationErrorBody } from "./schemas/common.js";
 
 /** Every error body the gateway sends; the nested one only for an invalid stats period. */
 export type HttpErrorBody = ErrorBody | ValidationErrorBody | NestedErrorBody;

@@ -1,3 +1,4 @@
+import { affiliateRegistrationSchema } from "@affiliate/rest-shapes/schemas/affiliates";
 import { createDocument } from "zod-openapi";
 import { opsPaths } from "./routes/ops.js";
 import { trackingPaths } from "./routes/tracking.js";
@@ -7,7 +8,6 @@ import { payoutsPaths } from "./routes/v1/payouts.js";
 import { programPaths } from "./routes/v1/program.js";
 import { refundsPaths } from "./routes/v1/refunds.js";
 import { statsPaths } from "./routes/v1/stats.js";
-import { affiliateRegistrationSchema } from "./schemas/affiliates.js";
 
 const description = `The public REST API of the affiliate platform.
 

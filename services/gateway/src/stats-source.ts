@@ -1,27 +1,9 @@
 import type { LedgerService } from "@affiliate/proto/ledger";
+import type { PartnershipFigures, PartnershipStats } from "@affiliate/rest-shapes/figures";
+import { ContractViolation } from "@affiliate/rest-shapes/mappers";
 import type { Client } from "@connectrpc/connect";
-import { ContractViolation } from "./mappers.js";
 
-/** All-time figures of one partnership, as the public JSON names them. */
-export interface PartnershipStats {
-  clicks: number;
-  conversions: number;
-  earned_cents: number;
-}
-
-/** The commission breakdown shown on a single partnership read. */
-export interface CommissionBreakdown {
-  pending_count: number;
-  approved_count: number;
-  pending_amount_cents: number;
-  approved_amount_cents: number;
-}
-
-/** Everything a single partnership read shows beyond the partnership itself. */
-export interface PartnershipFigures {
-  stats: PartnershipStats;
-  breakdown: CommissionBreakdown;
-}
+export type { CommissionBreakdown, PartnershipFigures, PartnershipStats } from "@affiliate/rest-shapes/figures";
 
 /**
  * Where partnership figures come from. The gateway owns no numbers: they belong to the ledger,

@@ -1,15 +1,15 @@
 import { LedgerService } from "@affiliate/proto/ledger";
 import { PartnershipStatus } from "@affiliate/proto/partners";
-import { Code, ConnectError, createRouterTransport } from "@connectrpc/connect";
-import { describe, expect, it } from "vitest";
 import {
   bulkRegisterResponseSchema,
   partnershipDetailResponseSchema,
   partnershipListResponseSchema,
   partnershipResponseSchema,
   registerAffiliateResponseSchema,
-} from "../src/schemas/affiliates.js";
-import { errorSchema, validationErrorSchema } from "../src/schemas/common.js";
+} from "@affiliate/rest-shapes/schemas/affiliates";
+import { errorSchema, validationErrorSchema } from "@affiliate/rest-shapes/schemas/common";
+import { Code, ConnectError, createRouterTransport } from "@connectrpc/connect";
+import { describe, expect, it } from "vitest";
 import type { PartnershipStats, PartnershipStatsSource } from "../src/stats-source.js";
 import { createGateway, expectBody } from "./support/harness.js";
 

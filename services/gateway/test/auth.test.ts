@@ -1,6 +1,6 @@
+import { errorSchema } from "@affiliate/rest-shapes/schemas/common";
 import { Code, ConnectError } from "@connectrpc/connect";
 import { describe, expect, it } from "vitest";
-import { errorSchema } from "../src/schemas/common.js";
 import { createGateway, expectBody } from "./support/harness.js";
 
 describe("authentication on /api/v1", () => {

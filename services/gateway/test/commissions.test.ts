@@ -1,8 +1,8 @@
 import { CommissionAction, CommissionStatus } from "@affiliate/proto/ledger";
+import { commissionListResponseSchema, commissionResponseSchema } from "@affiliate/rest-shapes/schemas/commissions";
+import { errorSchema, validationErrorSchema } from "@affiliate/rest-shapes/schemas/common";
 import { timestampFromDate } from "@bufbuild/protobuf/wkt";
 import { describe, expect, it } from "vitest";
-import { commissionListResponseSchema, commissionResponseSchema } from "../src/schemas/commissions.js";
-import { errorSchema, validationErrorSchema } from "../src/schemas/common.js";
 import { createGateway, expectBody } from "./support/harness.js";
 
 describe("GET /api/v1/commissions/:id", () => {

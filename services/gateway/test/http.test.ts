@@ -1,8 +1,8 @@
 import { createServer } from "node:net";
 import { createRpcTransport } from "@affiliate/platform";
+import { errorSchema } from "@affiliate/rest-shapes/schemas/common";
 import { Code, ConnectError } from "@connectrpc/connect";
 import { describe, expect, it } from "vitest";
-import { errorSchema } from "../src/schemas/common.js";
 import type { PartnershipStatsSource } from "../src/stats-source.js";
 import { capturingLogger, createGateway, expectBody } from "./support/harness.js";
 

@@ -14,10 +14,6 @@ import {
   RegistrationOutcome,
 } from "@affiliate/proto/partners";
 import { PayoutSchema, PayoutStatus } from "@affiliate/proto/payouts";
-import { create } from "@bufbuild/protobuf";
-import { describe, expect, it } from "vitest";
-import { z } from "zod";
-import { gatewayConfigShape, loadGatewayConfig } from "../src/config.js";
 import {
   ContractViolation,
   payoutStatusName,
@@ -32,13 +28,17 @@ import {
   toPublicTimeseries,
   toPublicTrackedEvent,
   toRegistrationBody,
-} from "../src/mappers.js";
-import { partnershipSchema } from "../src/schemas/affiliates.js";
-import { commissionSchema } from "../src/schemas/commissions.js";
-import { payoutSchema, payoutStatusSchema } from "../src/schemas/payouts.js";
-import { programSchema } from "../src/schemas/program.js";
-import { refundResultSchema } from "../src/schemas/refunds.js";
-import { trackedEventSchema } from "../src/schemas/tracking.js";
+} from "@affiliate/rest-shapes/mappers";
+import { partnershipSchema } from "@affiliate/rest-shapes/schemas/affiliates";
+import { commissionSchema } from "@affiliate/rest-shapes/schemas/commissions";
+import { payoutSchema, payoutStatusSchema } from "@affiliate/rest-shapes/schemas/payouts";
+import { programSchema } from "@affiliate/rest-shapes/schemas/program";
+import { refundResultSchema } from "@affiliate/rest-shapes/schemas/refunds";
+import { trackedEventSchema } from "@affiliate/rest-shapes/schemas/tracking";
+import { create } from "@bufbuild/protobuf";
+import { describe, expect, it } from "vitest";
+import { z } from "zod";
+import { gatewayConfigShape, loadGatewayConfig } from "../src/config.js";
 import { expectBody } from "./support/harness.js";
 
 const partnership = create(PartnershipSchema, {

@@ -1,13 +1,13 @@
 import { PayoutAction, PayoutStatus, type UpdatePayoutRequest } from "@affiliate/proto/payouts";
-import { timestampFromDate } from "@bufbuild/protobuf/wkt";
-import { describe, expect, it } from "vitest";
-import { errorSchema, validationErrorSchema } from "../src/schemas/common.js";
+import { errorSchema, validationErrorSchema } from "@affiliate/rest-shapes/schemas/common";
 import {
   generatePayoutsResponseSchema,
   invalidPayoutActionMessage,
   payoutListResponseSchema,
   payoutResponseSchema,
-} from "../src/schemas/payouts.js";
+} from "@affiliate/rest-shapes/schemas/payouts";
+import { timestampFromDate } from "@bufbuild/protobuf/wkt";
+import { describe, expect, it } from "vitest";
 import { capturingLogger, createGateway, expectBody } from "./support/harness.js";
 
 function payoutsGateway(options: Parameters<typeof createGateway>[0] = {}) {

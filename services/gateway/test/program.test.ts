@@ -1,6 +1,6 @@
+import { validationErrorSchema } from "@affiliate/rest-shapes/schemas/common";
+import { programResponseSchema } from "@affiliate/rest-shapes/schemas/program";
 import { describe, expect, it } from "vitest";
-import { validationErrorSchema } from "../src/schemas/common.js";
-import { programResponseSchema } from "../src/schemas/program.js";
 import { createGateway, expectBody } from "./support/harness.js";
 
 describe("GET /api/v1/program", () => {

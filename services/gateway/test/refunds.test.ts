@@ -1,8 +1,7 @@
 import { createHash } from "node:crypto";
 import { DomainError, toConnectError } from "@affiliate/platform";
 import { CommissionStatus, type RefundRequest } from "@affiliate/proto/ledger";
-import { describe, expect, it } from "vitest";
-import { errorSchema, validationErrorSchema } from "../src/schemas/common.js";
+import { errorSchema, validationErrorSchema } from "@affiliate/rest-shapes/schemas/common";
 import {
   alreadyRefundedErrorSchema,
   ambiguousPaymentErrorSchema,
@@ -11,7 +10,8 @@ import {
   refundOutOfRangeErrorSchema,
   refundResponseSchema,
   severalStrategiesMessage,
-} from "../src/schemas/refunds.js";
+} from "@affiliate/rest-shapes/schemas/refunds";
+import { describe, expect, it } from "vitest";
 import { createGateway, expectBody } from "./support/harness.js";
 
 /** A gateway with one live payment of 10 000 cents whose level-1 commission is 2 000 cents. */

@@ -1,8 +1,8 @@
 import { Period } from "@affiliate/proto/ledger";
 import { PartnershipStatus } from "@affiliate/proto/partners";
+import { nestedErrorSchema } from "@affiliate/rest-shapes/schemas/common";
+import { statsResponseSchema, timeseriesResponseSchema } from "@affiliate/rest-shapes/schemas/stats";
 import { describe, expect, it } from "vitest";
-import { nestedErrorSchema } from "../src/schemas/common.js";
-import { statsResponseSchema, timeseriesResponseSchema } from "../src/schemas/stats.js";
 import { metrics } from "./support/fake-ledger.js";
 import { createGateway, expectBody } from "./support/harness.js";
 

@@ -1,9 +1,9 @@
 import { DomainError, toConnectError } from "@affiliate/platform";
 import { EventType, type TrackRequest } from "@affiliate/proto/ledger";
+import { errorSchema, validationErrorSchema } from "@affiliate/rest-shapes/schemas/common";
+import { trackEventResponseSchema } from "@affiliate/rest-shapes/schemas/tracking";
 import { timestampDate } from "@bufbuild/protobuf/wkt";
 import { describe, expect, it } from "vitest";
-import { errorSchema, validationErrorSchema } from "../src/schemas/common.js";
-import { trackEventResponseSchema } from "../src/schemas/tracking.js";
 import { createGateway, expectBody } from "./support/harness.js";
 
 /** A gateway whose fake ledger attributes the code `jane` to a seeded active partnership. */

@@ -1,4 +1,5 @@
 import { Health, HealthCheckResponse_ServingStatus } from "@affiliate/proto/health";
+import { errorSchema } from "@affiliate/rest-shapes/schemas/common";
 import { createClient, type Transport } from "@connectrpc/connect";
 import swagger, { type StaticDocumentSpec } from "@fastify/swagger";
 import swaggerUi from "@fastify/swagger-ui";
@@ -7,7 +8,6 @@ import { z } from "zod";
 import type { ZodOpenApiPathsObject } from "zod-openapi";
 import { unavailableRetryAfterSeconds } from "../errors.js";
 import type { OpenApiDocument } from "../openapi.js";
-import { errorSchema } from "../schemas/common.js";
 
 /** Whether one service is ready to serve. */
 export type ServiceCheck = () => Promise<boolean>;

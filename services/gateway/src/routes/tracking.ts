@@ -1,11 +1,11 @@
 import type { LedgerService } from "@affiliate/proto/ledger";
+import { toPublicTrackedEvent, toTrackRequest } from "@affiliate/rest-shapes/mappers";
+import { bodyErrors, errorResponses, trackingAuthErrors } from "@affiliate/rest-shapes/schemas/common";
+import { trackEventBodySchema, trackEventResponseSchema } from "@affiliate/rest-shapes/schemas/tracking";
 import type { Client } from "@connectrpc/connect";
 import type { FastifyInstance } from "fastify";
 import type { ZodOpenApiPathsObject } from "zod-openapi";
 import { parseOrThrow } from "../errors.js";
-import { toPublicTrackedEvent, toTrackRequest } from "../mappers.js";
-import { bodyErrors, errorResponses, trackingAuthErrors } from "../schemas/common.js";
-import { trackEventBodySchema, trackEventResponseSchema } from "../schemas/tracking.js";
 
 export interface TrackingRouteDeps {
   ledger: Client<typeof LedgerService>;

@@ -1,9 +1,4 @@
 import { PartnershipStatus, type PartnersService, RegistrationOutcome } from "@affiliate/proto/partners";
-import type { Client } from "@connectrpc/connect";
-import type { FastifyInstance, FastifyRequest } from "fastify";
-import type { z } from "zod";
-import type { ZodOpenApiPathsObject } from "zod-openapi";
-import { parseOrThrow } from "../../errors.js";
 import {
   ContractViolation,
   partnershipOf,
@@ -12,7 +7,7 @@ import {
   toPublicPartnership,
   toPublicPartnershipDetail,
   toRegistrationBody,
-} from "../../mappers.js";
+} from "@affiliate/rest-shapes/mappers";
 import {
   affiliateRegistrationSchema,
   type BulkRegisterResponseBody,
@@ -27,8 +22,13 @@ import {
   registerAffiliateBodySchema,
   registerAffiliateResponseSchema,
   updatePartnershipBodySchema,
-} from "../../schemas/affiliates.js";
-import { authenticatedErrors, bodyErrors, errorResponses } from "../../schemas/common.js";
+} from "@affiliate/rest-shapes/schemas/affiliates";
+import { authenticatedErrors, bodyErrors, errorResponses } from "@affiliate/rest-shapes/schemas/common";
+import type { Client } from "@connectrpc/connect";
+import type { FastifyInstance, FastifyRequest } from "fastify";
+import type { z } from "zod";
+import type { ZodOpenApiPathsObject } from "zod-openapi";
+import { parseOrThrow } from "../../errors.js";
 import { type PartnershipStats, type PartnershipStatsSource, statsOf } from "../../stats-source.js";
 
 export interface AffiliatesRouteDeps {

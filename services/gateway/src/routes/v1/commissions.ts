@@ -1,10 +1,5 @@
 import { type Commission, CommissionAction, CommissionStatus, type LedgerService } from "@affiliate/proto/ledger";
-import type { Client } from "@connectrpc/connect";
-import type { FastifyInstance } from "fastify";
-import type { ZodOpenApiPathsObject } from "zod-openapi";
-import { parseOrThrow } from "../../errors.js";
-import { commissionOf, commissionStatusValue, toPublicCommission } from "../../mappers.js";
-import type { PartnersDirectory } from "../../partners-directory.js";
+import { commissionOf, commissionStatusValue, toPublicCommission } from "@affiliate/rest-shapes/mappers";
 import {
   commissionIdParamsSchema,
   commissionListResponseSchema,
@@ -12,8 +7,13 @@ import {
   listCommissionsQuerySchema,
   type PublicCommission,
   updateCommissionBodySchema,
-} from "../../schemas/commissions.js";
-import { authenticatedErrors, bodyErrors, errorResponses } from "../../schemas/common.js";
+} from "@affiliate/rest-shapes/schemas/commissions";
+import { authenticatedErrors, bodyErrors, errorResponses } from "@affiliate/rest-shapes/schemas/common";
+import type { Client } from "@connectrpc/connect";
+import type { FastifyInstance } from "fastify";
+import type { ZodOpenApiPathsObject } from "zod-openapi";
+import { parseOrThrow } from "../../errors.js";
+import type { PartnersDirectory } from "../../partners-directory.js";
 
 export interface CommissionsRouteDeps {
   ledger: Client<typeof LedgerService>;

@@ -1,11 +1,6 @@
 import { type Payout, PayoutAction, PayoutStatus, type PayoutsService } from "@affiliate/proto/payouts";
-import type { Client } from "@connectrpc/connect";
-import type { FastifyInstance } from "fastify";
-import type { ZodOpenApiPathsObject } from "zod-openapi";
-import { HttpError, parseOrThrow } from "../../errors.js";
-import { payoutOf, payoutStatusValue, toPublicPayout } from "../../mappers.js";
-import type { PartnersDirectory } from "../../partners-directory.js";
-import { authenticatedErrors, bodyErrors, errorResponses } from "../../schemas/common.js";
+import { payoutOf, payoutStatusValue, toPublicPayout } from "@affiliate/rest-shapes/mappers";
+import { authenticatedErrors, bodyErrors, errorResponses } from "@affiliate/rest-shapes/schemas/common";
 import {
   generatePayoutsBodySchema,
   generatePayoutsResponseSchema,
@@ -18,7 +13,12 @@ import {
   payoutListResponseSchema,
   payoutResponseSchema,
   updatePayoutBodySchema,
-} from "../../schemas/payouts.js";
+} from "@affiliate/rest-shapes/schemas/payouts";
+import type { Client } from "@connectrpc/connect";
+import type { FastifyInstance } from "fastify";
+import type { ZodOpenApiPathsObject } from "zod-openapi";
+import { HttpError, parseOrThrow } from "../../errors.js";
+import type { PartnersDirectory } from "../../partners-directory.js";
 
 /** How long POST /api/v1/payouts/generate waits for the payouts service. */
 export const generationTimeoutMs = 10 * 60 * 1000;

@@ -1,11 +1,11 @@
 import type { PartnersService, Program } from "@affiliate/proto/partners";
+import { ContractViolation, toPublicProgram } from "@affiliate/rest-shapes/mappers";
+import { authenticatedErrors, bodyErrors, errorResponses } from "@affiliate/rest-shapes/schemas/common";
+import { programResponseSchema, updateProgramBodySchema } from "@affiliate/rest-shapes/schemas/program";
 import type { Client } from "@connectrpc/connect";
 import type { FastifyInstance } from "fastify";
 import type { ZodOpenApiPathsObject } from "zod-openapi";
 import { parseOrThrow } from "../../errors.js";
-import { ContractViolation, toPublicProgram } from "../../mappers.js";
-import { authenticatedErrors, bodyErrors, errorResponses } from "../../schemas/common.js";
-import { programResponseSchema, updateProgramBodySchema } from "../../schemas/program.js";
 
 export interface ProgramRouteDeps {
   partners: Client<typeof PartnersService>;

@@ -1,13 +1,11 @@
 import type { LedgerService, RefundRequestSchema } from "@affiliate/proto/ledger";
-import type { MessageInitShape } from "@bufbuild/protobuf";
-import type { Client } from "@connectrpc/connect";
-import type { FastifyInstance } from "fastify";
-import { z } from "zod";
-import type { ZodOpenApiPathsObject } from "zod-openapi";
-import { HttpError } from "../../errors.js";
-import { requestFingerprint } from "../../fingerprint.js";
-import { toPublicRefund } from "../../mappers.js";
-import { authenticatedErrors, bodyErrors, errorResponses, type ValidationErrorBody } from "../../schemas/common.js";
+import { toPublicRefund } from "@affiliate/rest-shapes/mappers";
+import {
+  authenticatedErrors,
+  bodyErrors,
+  errorResponses,
+  type ValidationErrorBody,
+} from "@affiliate/rest-shapes/schemas/common";
 import {
   keyMismatchMessage,
   type RefundBody,
@@ -16,7 +14,14 @@ import {
   refundHeadersSchema,
   refundOutOfRangeErrorSchema,
   refundResponseSchema,
-} from "../../schemas/refunds.js";
+} from "@affiliate/rest-shapes/schemas/refunds";
+import type { MessageInitShape } from "@bufbuild/protobuf";
+import type { Client } from "@connectrpc/connect";
+import type { FastifyInstance } from "fastify";
+import { z } from "zod";
+import type { ZodOpenApiPathsObject } from "zod-openapi";
+import { HttpError } from "../../errors.js";
+import { requestFingerprint } from "../../fingerprint.js";
 
 export interface RefundsRouteDeps {
   ledger: Client<typeof LedgerService>;

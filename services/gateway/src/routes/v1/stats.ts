@@ -1,18 +1,18 @@
 import type { LedgerService } from "@affiliate/proto/ledger";
-import type { Client } from "@connectrpc/connect";
-import type { FastifyInstance } from "fastify";
-import type { ZodOpenApiPathsObject } from "zod-openapi";
-import { HttpError } from "../../errors.js";
-import { periodValue, toPublicStats, toPublicTimeseries } from "../../mappers.js";
-import type { PartnersDirectory } from "../../partners-directory.js";
-import { authenticatedErrors, nestedErrorSchema } from "../../schemas/common.js";
+import { periodValue, toPublicStats, toPublicTimeseries } from "@affiliate/rest-shapes/mappers";
+import { authenticatedErrors, nestedErrorSchema } from "@affiliate/rest-shapes/schemas/common";
 import {
   invalidPeriodMessage,
   type PublicPeriod,
   statsQuerySchema,
   statsResponseSchema,
   timeseriesResponseSchema,
-} from "../../schemas/stats.js";
+} from "@affiliate/rest-shapes/schemas/stats";
+import type { Client } from "@connectrpc/connect";
+import type { FastifyInstance } from "fastify";
+import type { ZodOpenApiPathsObject } from "zod-openapi";
+import { HttpError } from "../../errors.js";
+import type { PartnersDirectory } from "../../partners-directory.js";
 
 export interface StatsRouteDeps {
   ledger: Client<typeof LedgerService>;

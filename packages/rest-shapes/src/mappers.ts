@@ -19,6 +19,7 @@ import {
 } from "@affiliate/proto/partners";
 import { type Payout, PayoutStatus } from "@affiliate/proto/payouts";
 import { timestampDate, timestampFromDate } from "@bufbuild/protobuf/wkt";
+import type { PartnershipFigures, PartnershipStats } from "./figures.js";
 import type {
   BulkAction,
   BulkResult,
@@ -33,7 +34,6 @@ import type { PublicProgram } from "./schemas/program.js";
 import type { PublicRefundResult } from "./schemas/refunds.js";
 import type { PublicPeriod, PublicStats, PublicTimeseriesPoint } from "./schemas/stats.js";
 import type { PublicEventType, PublicTrackedEvent, TrackEventBody } from "./schemas/tracking.js";
-import type { PartnershipFigures, PartnershipStats } from "./stats-source.js";
 
 /**
  * The public name of each proto enum value, derived from the one table of public names to proto
