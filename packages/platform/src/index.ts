@@ -5,6 +5,7 @@ export * from "./errors.js";
 export * from "./events.js";
 export * from "./follow-while-connected.js";
 export * from "./ids.js";
+export * from "./job-worker.js";
 export * from "./logger.js";
 export * from "./migrate.js";
 export * from "./outbox-relay.js";

@@ -1,5 +1,6 @@
 import { connectNats, createLogger, createRpcTransport, exitOnUnhandledFailure, onShutdown } from "@affiliate/platform";
 import { LedgerService } from "@affiliate/proto/ledger";
+import { NotifierService } from "@affiliate/proto/notifier";
 import { PartnersService } from "@affiliate/proto/partners";
 import { PayoutsService } from "@affiliate/proto/payouts";
 import { createClient } from "@connectrpc/connect";
@@ -16,9 +17,11 @@ exitOnUnhandledFailure(logger);
 const partnersTransport = createRpcTransport(config.PARTNERS_URL);
 const ledgerTransport = createRpcTransport(config.LEDGER_URL);
 const payoutsTransport = createRpcTransport(config.PAYOUTS_URL);
+const notifierTransport = createRpcTransport(config.NOTIFIER_URL);
 const partners = createClient(PartnersService, partnersTransport);
 const ledger = createClient(LedgerService, ledgerTransport);
 const payouts = createClient(PayoutsService, payoutsTransport);
+const notifier = createClient(NotifierService, notifierTransport);
 const keyCache = new KeyCache({ resolve: authenticateWith(partners), ttlMs: config.KEY_CACHE_TTL_MS });
 const evictions = startKeyEvictions({
   connect: () => connectNats(config.NATS_URL, "gateway"),
@@ -27,8 +30,13 @@ const evictions = startKeyEvictions({
   logger,
 });
 
-const ready = gatewayReadiness({ partners: partnersTransport, ledger: ledgerTransport, payouts: payoutsTransport });
-const app = buildServer({ partners, ledger, payouts, ready, logger, config, keyCache });
+const ready = gatewayReadiness({
+  partners: partnersTransport,
+  ledger: ledgerTransport,
+  payouts: payoutsTransport,
+  notifier: notifierTransport,
+});
+const app = buildServer({ partners, ledger, payouts, notifier, ready, logger, config, keyCache });
 await app.listen({ port: config.PORT, host: config.HOST });
 
 onShutdown(logger, [

@@ -1,4 +1,5 @@
 import { affiliateRegistrationSchema } from "@affiliate/rest-shapes/schemas/affiliates";
+import { webhookBodies } from "@affiliate/rest-shapes/schemas/webhooks";
 import { createDocument } from "zod-openapi";
 import { opsPaths } from "./routes/ops.js";
 import { trackingPaths } from "./routes/tracking.js";
@@ -8,6 +9,7 @@ import { payoutsPaths } from "./routes/v1/payouts.js";
 import { programPaths } from "./routes/v1/program.js";
 import { refundsPaths } from "./routes/v1/refunds.js";
 import { statsPaths } from "./routes/v1/stats.js";
+import { webhooksPaths } from "./routes/v1/webhooks.js";
 
 const description = `The public REST API of the affiliate platform.
 
@@ -42,6 +44,7 @@ export function openApiDocument(): OpenApiDocument {
       { name: "Payouts", description: "Approved commissions bundled into transfers to affiliates" },
       { name: "Stats", description: "The program's KPIs and daily series" },
       { name: "Program", description: "The program's settings" },
+      { name: "Webhooks", description: "Signed event notifications to the merchant's endpoints" },
       { name: "Operations", description: "Probes and documentation; no key needed" },
     ],
     components: {
@@ -65,8 +68,23 @@ export function openApiDocument(): OpenApiDocument {
       ...payoutsPaths,
       ...statsPaths,
       ...programPaths,
+      ...webhooksPaths,
       ...opsPaths,
     },
+    // Every event a webhook endpoint can receive, with its body: `data` is the resource in the
+    // shape of its GET answer (the same schemas and mappers make both).
+    webhooks: Object.fromEntries(
+      Object.entries(webhookBodies).map(([type, schema]) => [
+        type,
+        {
+          post: {
+            summary: type,
+            requestBody: { required: true, content: { "application/json": { schema } } },
+            responses: { 200: { description: "Any 2xx acknowledges the delivery; anything else is retried." } },
+          },
+        },
+      ]),
+    ),
   });
   return document;
 }

@@ -2,6 +2,7 @@ import { randomUUID } from "node:crypto";
 import type { IncomingMessage } from "node:http";
 import type { Logger } from "@affiliate/platform";
 import type { LedgerService } from "@affiliate/proto/ledger";
+import type { NotifierService } from "@affiliate/proto/notifier";
 import type { PartnersService } from "@affiliate/proto/partners";
 import type { PayoutsService } from "@affiliate/proto/payouts";
 import type { Client } from "@connectrpc/connect";
@@ -22,12 +23,14 @@ import { payoutsRoutes } from "./routes/v1/payouts.js";
 import { programRoutes } from "./routes/v1/program.js";
 import { refundsRoutes } from "./routes/v1/refunds.js";
 import { statsRoutes } from "./routes/v1/stats.js";
+import { webhooksRoutes } from "./routes/v1/webhooks.js";
 import { ledgerStats, type PartnershipStatsSource } from "./stats-source.js";
 
 export interface GatewayDeps {
   partners: Client<typeof PartnersService>;
   ledger: Client<typeof LedgerService>;
   payouts: Client<typeof PayoutsService>;
+  notifier: Client<typeof NotifierService>;
   /** Which services the gateway calls are not ready (GET /readyz). */
   ready: ReadinessCheck;
   logger: Logger;
@@ -131,6 +134,7 @@ export function buildServer(deps: GatewayDeps): FastifyInstance {
       await v1.register(payoutsRoutes, { payouts, directory });
       await v1.register(programRoutes, { partners });
       await v1.register(statsRoutes, { ledger, directory });
+      await v1.register(webhooksRoutes, { notifier: deps.notifier });
     },
     { prefix: "/api/v1" },
   );

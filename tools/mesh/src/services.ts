@@ -51,6 +51,15 @@ export const services: ServiceDefinition[] = [
     addressEnv: (port) => ({ PAYOUTS_URL: `http://127.0.0.1:${port}` }),
   },
   {
+    name: "notifier",
+    directory: "services/notifier",
+    migrates: true,
+    protocol: "rpc",
+    defaultPort: 7105,
+    listenEnv: (port, host) => ({ RPC_PORT: String(port), RPC_HOST: host }),
+    addressEnv: (port) => ({ NOTIFIER_URL: `http://127.0.0.1:${port}` }),
+  },
+  {
     name: "gateway",
     directory: "services/gateway",
     migrates: false,

@@ -40,15 +40,16 @@ export function readinessOf(checks: Record<string, ServiceCheck>): ReadinessChec
   };
 }
 
-/** The gateway's readiness: partners, the ledger AND payouts answer SERVING. */
+/** The gateway's readiness: partners, the ledger, payouts AND the notifier answer SERVING. */
 export function gatewayReadiness(
-  transports: { partners: Transport; ledger: Transport; payouts: Transport },
+  transports: { partners: Transport; ledger: Transport; payouts: Transport; notifier: Transport },
   timeoutMs = 1000,
 ) {
   return readinessOf({
     partners: serviceHealth(transports.partners, timeoutMs),
     ledger: serviceHealth(transports.ledger, timeoutMs),
     payouts: serviceHealth(transports.payouts, timeoutMs),
+    notifier: serviceHealth(transports.notifier, timeoutMs),
   });
 }
 

@@ -1,9 +1,10 @@
 import { Writable } from "node:stream";
 import { createLogger, type Logger } from "@affiliate/platform";
 import { LedgerService } from "@affiliate/proto/ledger";
+import { NotifierService } from "@affiliate/proto/notifier";
 import { PartnersService } from "@affiliate/proto/partners";
 import { PayoutsService } from "@affiliate/proto/payouts";
-import { type Client, createClient, type Transport } from "@connectrpc/connect";
+import { type Client, createClient, createRouterTransport, type Transport } from "@connectrpc/connect";
 import type { FastifyInstance, LightMyRequestResponse } from "fastify";
 import { pino } from "pino";
 import { expect } from "vitest";
@@ -23,6 +24,7 @@ export interface GatewayOptions {
   ledgerTransport?: Transport;
   /** Where payouts RPCs go; the fake payouts service's in-memory transport unless given. */
   payoutsTransport?: Transport;
+  notifierTransport?: Transport;
   rateLimitPerMinute?: number;
   trackingRateLimitPerMinute?: number;
   stats?: PartnershipStatsSource;
@@ -60,6 +62,8 @@ export function createGateway(options: GatewayOptions = {}): TestGateway {
     partners,
     ledger: createClient(LedgerService, options.ledgerTransport ?? ledger.transport),
     payouts: createClient(PayoutsService, options.payoutsTransport ?? payouts.transport),
+    // The notifier's routes are tested against the real service (services/notifier/test).
+    notifier: createClient(NotifierService, options.notifierTransport ?? createRouterTransport(() => {})),
     ready: options.ready ?? (async () => []),
     logger: options.logger ?? createLogger("gateway-test", "silent"),
     config: {

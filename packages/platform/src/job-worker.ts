@@ -1,0 +1,215 @@
+import { randomUUID } from "node:crypto";
+import type { Sql, TransactionSql } from "./db.js";
+import type { Logger } from "./logger.js";
+
+/**
+ * The columns a job table carries (see packages/platform/README.md, "Durable jobs"): the rows
+ * are the jobs, so a job and the state it works on commit together, as an event and its change
+ * do in the outbox.
+ *
+ *   id text primary key,
+ *   next_attempt_at timestamptz,   -- due from then on; null: nothing to do
+ *   leased_until timestamptz,      -- claimed by a worker until then
+ *   lease_token text               -- which claim holds it (fences a worker whose lease ran out)
+ */
+export interface JobRow {
+  id: string;
+  nextAttemptAt: Date | null;
+  leasedUntil: Date | null;
+  leaseToken: string | null;
+}
+
+/** A job this worker holds. */
+export interface ClaimedJob<Row extends JobRow> {
+  row: Row;
+  /** Aborted when the lease is about to run out: stop and let the next claim do it again. */
+  signal: AbortSignal;
+  /**
+   * Records the outcome in one transaction, if and only if this claim still holds the job (a
+   * claim whose lease ran out writes nothing: another worker owns the job now), and releases
+   * the lease. `record` sets the row's next state, e.g. `next_attempt_at` null when done or the
+   * time of the retry. Answers whether it was recorded.
+   */
+  finish(record: (tx: TransactionSql) => Promise<void>): Promise<boolean>;
+}
+
+export interface JobWorkerOptions<Row extends JobRow> {
+  sql: Sql;
+  /** The service's schema: notifications come on `<schema>_<table>` (trigger `job_notify`). */
+  schema: string;
+  table: string;
+  logger: Logger;
+  /** Runs one claimed job. Throwing leaves the job to be claimed again when its lease ends. */
+  run(job: ClaimedJob<Row>): Promise<void>;
+  /** Jobs this worker runs at once (default 32). */
+  concurrency?: number;
+  /** How long a claim is exclusive; must exceed the longest run (default 60 s). */
+  leaseMs?: number;
+  /** At most `maxInFlight` jobs with one value of `column` leased at once, over every worker. */
+  perGroup?: { column: string; maxInFlight: number };
+  /** Poll interval when no notification arrives, and for retries falling due (default 1 s). */
+  pollMs?: number;
+  /** The time the worker compares `next_attempt_at` with; tests move it. */
+  clock?: () => Date;
+}
+
+export interface JobWorker {
+  /** Claims and runs due jobs until none is left; resolves with how many ran. For tests and benches. */
+  drain(): Promise<number>;
+  /** Stops claiming and waits for the jobs in flight. Unfinished jobs are claimed again later. */
+  stop(): Promise<void>;
+}
+
+/**
+ * A durable job worker: the outbox relay's idea generalised to work that can fail and wait.
+ * Rows are due when `next_attempt_at <= now`; a claim leases a batch with SKIP LOCKED (several
+ * workers and replicas share a table), runs each job outside any transaction (an HTTP call, an
+ * SMTP send), and records the outcome fenced by the lease token. A worker killed at any moment
+ * loses nothing (the row is still due and its lease runs out) and never runs a job twice at
+ * once (a second claim needs the first lease to have ended, and the run is aborted before it
+ * does). Woken by NOTIFY on insert, so a new job starts at once instead of at the next poll.
+ */
+export function startJobWorker<Row extends JobRow>(options: JobWorkerOptions<Row>): JobWorker {
+  const { sql, table, logger } = options;
+  const concurrency = options.concurrency ?? 32;
+  const leaseMs = options.leaseMs ?? 60_000;
+  const pollMs = options.pollMs ?? 1000;
+  const clock = options.clock ?? (() => new Date());
+  const inFlight = new Set<Promise<void>>();
+  let stopped = false;
+  let notified = false;
+  let wake: (() => void) | undefined;
+
+  const claim = async (limit: number): Promise<Row[]> =>
+    (await sql.begin(async (tx) => {
+      const now = clock();
+      const until = new Date(now.getTime() + leaseMs);
+      const token = randomUUID();
+      const group = options.perGroup;
+      if (!group) {
+        return tx`
+          update ${tx(table)} set leased_until = ${until}, lease_token = ${token}
+          where id in (
+            select id from ${tx(table)}
+            where next_attempt_at <= ${now} and (leased_until is null or leased_until <= ${now})
+            order by next_attempt_at limit ${limit} for update skip locked)
+          returning *`;
+      }
+      // A group's cap counts leases held by every worker, so claims of this table take turns
+      // (the lock lasts one short statement); the ranking then admits only what fits.
+      await tx`select pg_advisory_xact_lock(hashtext(${`job-claim:${options.schema}.${table}`}))`;
+      const column = tx(group.column);
+      return tx`
+        with busy as (
+          select ${column} as grp, count(*) as held from ${tx(table)}
+          where leased_until > ${now} group by ${column}),
+        due as (
+          select id, ${column} as grp, next_attempt_at,
+                 row_number() over (partition by ${column} order by next_attempt_at, id) as rank
+          from (select id, ${column}, next_attempt_at from ${tx(table)}
+                where next_attempt_at <= ${now} and (leased_until is null or leased_until <= ${now})
+                order by next_attempt_at limit ${limit * 20}) candidates),
+        picked as (
+          select due.id from due left join busy using (grp)
+          where due.rank + coalesce(busy.held, 0) <= ${group.maxInFlight}
+          order by due.next_attempt_at limit ${limit})
+        update ${tx(table)} set leased_until = ${until}, lease_token = ${token}
+        from picked where ${tx(table)}.id = picked.id
+        returning ${tx(table)}.*`;
+    })) as unknown as Row[];
+
+  const runOne = async (row: Row) => {
+    const abort = new AbortController();
+    // Stop the run a little before the lease ends: past it, another claim may start the job.
+    const timer = setTimeout(() => abort.abort(new Error("job lease ending")), Math.max(leaseMs - 5000, leaseMs / 2));
+    const finish = async (record: (tx: TransactionSql) => Promise<void>) =>
+      sql.begin(async (tx) => {
+        const [held] = await tx`
+          select id from ${tx(table)} where id = ${row.id} and lease_token = ${row.leaseToken} for update`;
+        if (!held) return false;
+        await record(tx);
+        await tx`update ${tx(table)} set leased_until = null, lease_token = null where id = ${row.id}`;
+        return true;
+      });
+    try {
+      await options.run({ row, signal: abort.signal, finish });
+    } catch (error) {
+      logger.warn({ err: error, table, jobId: row.id }, "job failed; it runs again when its lease ends");
+    } finally {
+      clearTimeout(timer);
+    }
+  };
+
+  /** Claims what fits beside the jobs in flight and starts them; answers how many started. */
+  const fill = async (): Promise<number> => {
+    const room = concurrency - inFlight.size;
+    if (room <= 0 || stopped) return 0;
+    const rows = await claim(room);
+    for (const row of rows) {
+      const running: Promise<void> = runOne(row).finally(() => {
+        inFlight.delete(running);
+        // A finished job frees room, and more may be due.
+        onNotify();
+      });
+      inFlight.add(running);
+    }
+    return rows.length;
+  };
+
+  const sleep = (ms: number) =>
+    new Promise<void>((resolve) => {
+      if (notified || stopped) return resolve();
+      const done = () => {
+        clearTimeout(timer);
+        wake = undefined;
+        resolve();
+      };
+      const timer = setTimeout(done, ms);
+      wake = done;
+    });
+  const onNotify = () => {
+    notified = true;
+    wake?.();
+  };
+
+  const listening = sql.listen(`${options.schema}_${table}`, onNotify).catch((error: unknown) => {
+    logger.warn({ err: error, table }, "job worker could not LISTEN; falling back to polling");
+    return undefined;
+  });
+
+  let failures = 0;
+  const loop = (async () => {
+    while (!stopped) {
+      try {
+        notified = false;
+        await fill();
+        failures = 0;
+        await sleep(pollMs);
+      } catch (error) {
+        failures += 1;
+        const backoff = Math.min(pollMs * 2 ** failures, 30_000);
+        logger.warn({ err: error, table, retryInMs: backoff }, "job worker could not claim; will retry");
+        await sleep(backoff);
+      }
+    }
+  })();
+
+  return {
+    async drain() {
+      let ran = 0;
+      for (;;) {
+        const started = await fill();
+        ran += started;
+        if (started === 0 && inFlight.size === 0) return ran;
+        if (inFlight.size > 0) await Promise.race(inFlight);
+      }
+    },
+    async stop() {
+      stopped = true;
+      onNotify();
+      await loop;
+      await Promise.allSettled(inFlight);
+      await (await listening)?.unlisten();
+    },
+  };
+}

@@ -1,0 +1,24 @@
+import { baseConfigShape, loadConfig, port } from "@affiliate/platform";
+import { z } from "zod";
+
+export const configShape = {
+  ...baseConfigShape,
+  RPC_PORT: port(7105),
+  RPC_HOST: z.string().default("127.0.0.1"),
+  PARTNERS_URL: z.string().url().default("http://127.0.0.1:7101"),
+  LEDGER_URL: z.string().url().default("http://127.0.0.1:7102"),
+  PAGE_TOKEN_SECRET: z.string().min(16).default("local-development-page-token-secret"),
+  DATABASE_POOL_SIZE: z.coerce.number().int().min(1).max(100).default(10),
+  /** SMTP server for emails; unset: emails are recorded and logged by id, not sent. */
+  SMTP_URL: z.string().url().optional(),
+  MAIL_FROM: z.string().min(3).default("Affiliate program <no-reply@affiliate.local>"),
+  /** Allows webhooks to private, loopback and link-local addresses (local development only). */
+  WEBHOOK_ALLOW_PRIVATE: z
+    .enum(["true", "false"])
+    .default("false")
+    .transform((value) => value === "true"),
+  /** Deliveries and emails sent at once by one replica. */
+  DELIVERY_CONCURRENCY: z.coerce.number().int().min(1).max(1000).default(64),
+};
+
+export const loadNotifierConfig = (env: NodeJS.ProcessEnv = process.env) => loadConfig(configShape, env);

@@ -1,0 +1,101 @@
+import type { ClaimedJob, Logger, Sql } from "@affiliate/platform";
+import { postWebhook } from "../outbound/post-webhook.js";
+import { signatureHeaders } from "../outbound/signing.js";
+import type { DeliveryJob } from "../store/deliveries.js";
+import { recordAttempt } from "../store/deliveries.js";
+import {
+  disableEndpoint,
+  findSigningEndpoint,
+  markAnswering,
+  markFailing,
+  type SigningEndpoint,
+} from "../store/endpoints.js";
+import { failingDisablesAfterMs, nextAttemptAt, nextProbeAt } from "./schedule.js";
+
+export interface DeliverDeps {
+  sql: Sql;
+  clock: () => Date;
+  allowPrivate: boolean;
+  logger: Logger;
+  /** Attempt timeout; contract 9 says 15 s. */
+  timeoutMs?: number;
+}
+
+/** The secrets that sign an attempt at `at`: the current one, and the previous during its overlap. */
+export function signingSecrets(endpoint: SigningEndpoint, at: Date): string[] {
+  const secrets = [endpoint.secret];
+  if (endpoint.previousSecret && endpoint.previousSecretUntil && endpoint.previousSecretUntil > at) {
+    secrets.push(endpoint.previousSecret);
+  }
+  return secrets;
+}
+
+/** One signed POST of a stored body: Standard Webhooks headers and the original caller's trace. */
+export function sendSigned(
+  deps: DeliverDeps,
+  endpoint: SigningEndpoint,
+  body: string,
+  eventId: string,
+  traceHeaders: Record<string, string>,
+  signal?: AbortSignal,
+) {
+  const at = deps.clock();
+  const headers = {
+    ...traceHeaders,
+    ...signatureHeaders(eventId, at, body, signingSecrets(endpoint, at)),
+    "user-agent": "affiliate-notifier/1",
+  };
+  return postWebhook(endpoint.url, body, headers, {
+    allowPrivate: deps.allowPrivate,
+    ...(signal ? { signal } : {}),
+    ...(deps.timeoutMs ? { timeoutMs: deps.timeoutMs } : {}),
+  });
+}
+
+/**
+ * One attempt of a claimed delivery (the job worker's run): sign, POST, and record the attempt
+ * with the delivery's next state. A 2xx succeeds; 410 disables the endpoint (`gone`); anything
+ * else is retried on the contract's schedule, and an endpoint with no success for 5 days is
+ * disabled (`failing`) and probed from then on.
+ */
+export async function deliverWebhook(deps: DeliverDeps, job: ClaimedJob<DeliveryJob>): Promise<void> {
+  const delivery = job.row;
+  const endpoint = await findSigningEndpoint(deps.sql, delivery.endpointId);
+  if (!endpoint) return; // deleted with its deliveries meanwhile
+  const result = await sendSigned(
+    deps,
+    endpoint,
+    JSON.stringify(delivery.payload),
+    delivery.eventId,
+    delivery.traceHeaders,
+    job.signal,
+  );
+  const now = deps.clock();
+  const attempt = {
+    attemptedAt: now,
+    statusCode: result.statusCode ?? null,
+    durationMs: result.durationMs,
+    error: result.error ?? "",
+  };
+  const succeeded = result.statusCode !== undefined && result.statusCode >= 200 && result.statusCode < 300;
+  await job.finish(async (tx) => {
+    if (succeeded) {
+      await recordAttempt(tx, delivery.id, attempt, { status: "succeeded", nextAttemptAt: null });
+      await markAnswering(tx, endpoint.id);
+      return;
+    }
+    if (result.statusCode === 410) {
+      await recordAttempt(tx, delivery.id, attempt, { status: "failed", nextAttemptAt: null });
+      await disableEndpoint(tx, endpoint.id, "gone", now, null);
+      deps.logger.info({ webhookId: endpoint.id }, "webhook endpoint answered 410; disabled");
+      return;
+    }
+    const next = nextAttemptAt(now, delivery.attempts + 1, result.retryAfterMs);
+    await recordAttempt(tx, delivery.id, attempt, { status: next ? "pending" : "failed", nextAttemptAt: next });
+    const failingSince = await markFailing(tx, endpoint.id, now);
+    if (endpoint.enabled && now.getTime() - failingSince.getTime() >= failingDisablesAfterMs) {
+      await disableEndpoint(tx, endpoint.id, "failing", now, nextProbeAt(now, now));
+      deps.logger.info({ webhookId: endpoint.id }, "webhook endpoint failing for 5 days; disabled");
+    }
+  });
+}

@@ -1,0 +1,38 @@
+import { newId } from "@affiliate/platform";
+import { requeueFailed } from "../store/deliveries.js";
+import { endpointsToProbe, reenableEndpoint, scheduleProbe } from "../store/endpoints.js";
+import { type DeliverDeps, sendSigned } from "./deliver-webhook.js";
+import { nextProbeAt } from "./schedule.js";
+import { testEventType } from "./types.js";
+
+/**
+ * Probes each `failing` endpoint whose probe is due with a signed webhook.test (contract 9b):
+ * the first 2xx enables it again and re-queues the deliveries that failed while it was failing;
+ * otherwise the next probe is in an hour (the first day) or a day. Answers how many came back.
+ */
+export async function probeFailingEndpoints(deps: DeliverDeps): Promise<number> {
+  let enabled = 0;
+  for (const endpoint of await endpointsToProbe(deps.sql, deps.clock())) {
+    const at = deps.clock();
+    const eventId = newId("evt");
+    const body = JSON.stringify({
+      id: eventId,
+      type: testEventType,
+      created_at: at.toISOString(),
+      data: { webhook_id: endpoint.id },
+    });
+    const result = await sendSigned(deps, endpoint, body, eventId, {});
+    const ok = result.statusCode !== undefined && result.statusCode >= 200 && result.statusCode < 300;
+    if (!ok) {
+      await scheduleProbe(deps.sql, endpoint.id, nextProbeAt(deps.clock(), endpoint.disabledAt));
+      continue;
+    }
+    await deps.sql.begin(async (tx) => {
+      const since = await reenableEndpoint(tx, endpoint.id);
+      if (since) await requeueFailed(tx, endpoint.id, since, new Date(8.64e15), deps.clock());
+    });
+    enabled += 1;
+    deps.logger.info({ webhookId: endpoint.id }, "failing webhook endpoint answered the probe; enabled again");
+  }
+  return enabled;
+}

@@ -1,0 +1,81 @@
+import { currentTraceHeaders, newId, type Queryable } from "@affiliate/platform";
+import { insertDeliveries, type NewDelivery } from "../store/deliveries.js";
+import { insertEmails } from "../store/emails.js";
+import { subscribedEndpoints } from "../store/endpoints.js";
+import { type Delivery, type EmailDraft, type Endpoint, testEventType, type WebhookBody } from "./types.js";
+
+/** An event as the notifier records it: the webhook body and the emails it causes. */
+export interface NotifiableEvent {
+  productId: string;
+  body: WebhookBody;
+  emails: EmailDraft[];
+}
+
+/**
+ * Records an event, in the transaction that marks it applied (so a redelivery records nothing
+ * twice): one delivery per endpoint subscribed to its type, due now (enabled) or failed without
+ * an attempt (disabled, for `recover` to send later), and its emails. Nothing is sent here: the
+ * job worker sends what this commits.
+ */
+export async function recordEvent(tx: Queryable, event: NotifiableEvent, now: Date): Promise<void> {
+  const endpoints = await subscribedEndpoints(tx, event.productId, event.body.type);
+  const traceHeaders = currentTraceHeaders();
+  await insertDeliveries(
+    tx,
+    endpoints.map(
+      (endpoint): NewDelivery => ({
+        id: newId("dlv"),
+        productId: event.productId,
+        endpointId: endpoint.id,
+        payload: event.body,
+        traceHeaders,
+        dueAt: endpoint.enabled ? now : null,
+      }),
+    ),
+  );
+  await insertEmails(
+    tx,
+    event.productId,
+    event.body.id,
+    event.emails.map((draft) => ({ ...draft, id: newId("eml") })),
+    now,
+  );
+}
+
+/** Whether recording this event would store anything (no endpoint subscribed and no email: skip the lookups). */
+export async function wantsEvent(tx: Queryable, productId: string, type: string): Promise<boolean> {
+  return (await subscribedEndpoints(tx, productId, type)).length > 0;
+}
+
+/** A webhook.test delivery for one endpoint, due now. */
+export async function recordTestDelivery(sql: Queryable, endpoint: Endpoint, now: Date): Promise<Delivery> {
+  const body: WebhookBody = {
+    id: newId("evt"),
+    type: testEventType,
+    created_at: now.toISOString(),
+    data: { webhook_id: endpoint.id },
+  };
+  const id = newId("dlv");
+  await insertDeliveries(sql, [
+    {
+      id,
+      productId: endpoint.productId,
+      endpointId: endpoint.id,
+      payload: body,
+      traceHeaders: currentTraceHeaders(),
+      dueAt: now,
+    },
+  ]);
+  return {
+    id,
+    endpointId: endpoint.id,
+    eventId: body.id,
+    eventType: body.type,
+    status: "pending",
+    attempts: 0,
+    lastStatusCode: null,
+    nextAttemptAt: now,
+    createdAt: now,
+    payload: body,
+  };
+}

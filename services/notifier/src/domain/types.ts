@@ -1,0 +1,73 @@
+/** The notifier's records in the domain's words (no proto types here). */
+
+/** Public event types of contract section 9 a merchant can subscribe to. */
+export const eventTypes = [
+  "partnership.created",
+  "partnership.reactivated",
+  "partnership.removed",
+  "commission.created",
+  "commission.approved",
+  "commission.rejected",
+  "commission.refunded",
+  "payout.created",
+  "payout.approved",
+  "payout.rejected",
+  "payout.completed",
+  "customer.erased",
+] as const;
+export type EventType = (typeof eventTypes)[number];
+
+/** Sent by TestWebhook and the recovery probe; never subscribed to, always delivered. */
+export const testEventType = "webhook.test";
+
+export type DisabledReason = "merchant" | "failing" | "gone";
+
+export interface Endpoint {
+  id: string;
+  productId: string;
+  url: string;
+  events: string[];
+  enabled: boolean;
+  disabledReason: DisabledReason | null;
+  failingSince: Date | null;
+  createdAt: Date;
+}
+
+export type DeliveryStatus = "pending" | "succeeded" | "failed";
+
+export interface Delivery {
+  id: string;
+  endpointId: string;
+  eventId: string;
+  eventType: string;
+  status: DeliveryStatus;
+  attempts: number;
+  lastStatusCode: number | null;
+  nextAttemptAt: Date | null;
+  createdAt: Date;
+  payload: WebhookBody;
+}
+
+export interface Attempt {
+  attemptedAt: Date;
+  statusCode: number | null;
+  durationMs: number;
+  error: string;
+}
+
+/** What a receiver gets: `{ id, type, created_at, data }`, `data` the resource in its REST shape. */
+export interface WebhookBody {
+  id: string;
+  type: string;
+  created_at: string;
+  data: Record<string, unknown>;
+}
+
+/** An email to record with an event, sent once per (event, template, recipient). */
+export interface EmailDraft {
+  template: "welcome" | "refund_notice";
+  recipient: string;
+  subject: string;
+  text: string;
+  html: string;
+}

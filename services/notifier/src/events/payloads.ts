@@ -1,0 +1,236 @@
+/**
+ * Domain events -> what the notifier records: the webhook body, the resource in its REST shape
+ * made by the same mappers as the gateway's GET answers (packages/rest-shapes), and the emails.
+ * Personal data comes from its owners (events/owners.ts), never from the event.
+ */
+import { UndecodableEvent } from "@affiliate/platform";
+import {
+  CommissionApprovedSchema,
+  CommissionCreatedSchema,
+  CommissionRefundedSchema,
+  CommissionRejectedSchema,
+  CommissionStatus,
+} from "@affiliate/proto/ledger";
+import {
+  PartnershipCreatedSchema,
+  PartnershipReactivatedSchema,
+  PartnershipRemovedSchema,
+} from "@affiliate/proto/partners";
+import {
+  PayoutApprovedSchema,
+  PayoutCompletedSchema,
+  PayoutCreatedSchema,
+  PayoutRejectedSchema,
+} from "@affiliate/proto/payouts";
+import {
+  toPublicCommission,
+  toPublicPartnership,
+  toPublicPayout,
+  toPublicRefund,
+} from "@affiliate/rest-shapes/mappers";
+import { type DescMessage, fromBinary, type MessageShape } from "@bufbuild/protobuf";
+import { type Timestamp, timestampDate } from "@bufbuild/protobuf/wkt";
+import { refundNoticeEmail, welcomeEmail } from "../domain/email-templates.js";
+import type { NotifiableEvent } from "../domain/record-event.js";
+import type { EventType } from "../domain/types.js";
+import type { Owners } from "./owners.js";
+
+function decode<Desc extends DescMessage>(schema: Desc, data: Uint8Array): MessageShape<Desc> {
+  try {
+    return fromBinary(schema, data);
+  } catch (error) {
+    throw new UndecodableEvent(`cannot decode ${schema.typeName}: ${String(error)}`);
+  }
+}
+
+const isoOf = (at: Timestamp | undefined) => (at ? timestampDate(at) : new Date()).toISOString();
+
+/** One subscription: the domain subject, the public type, and how to read the event. */
+export interface Subscription {
+  stream: "partners" | "ledger" | "payouts";
+  subject: string;
+  type: EventType;
+  /** The product and the event id, without asking anyone (to skip events nobody listens to). */
+  peek(data: Uint8Array): { productId: string; sendsEmail: boolean };
+  build(owners: Owners, eventId: string, data: Uint8Array): Promise<NotifiableEvent>;
+}
+
+function partnershipSubscription(
+  subject: string,
+  type: EventType,
+  schema: typeof PartnershipCreatedSchema | typeof PartnershipReactivatedSchema | typeof PartnershipRemovedSchema,
+): Subscription {
+  const read = (data: Uint8Array) => {
+    const event = decode(schema, data) as MessageShape<typeof PartnershipCreatedSchema>;
+    if (!event.partnership?.id || !event.partnership.productId)
+      throw new UndecodableEvent(`${subject} without a partnership`);
+    return { event, partnership: event.partnership, notify: "notify" in event ? event.notify : false };
+  };
+  return {
+    stream: "partners",
+    subject,
+    type,
+    peek(data) {
+      const { partnership, notify } = read(data);
+      return { productId: partnership.productId, sendsEmail: notify };
+    },
+    async build(owners, eventId, data) {
+      const { event, partnership: ref, notify } = read(data);
+      const [partnership, stats] = await Promise.all([
+        owners.partnership(ref.productId, ref.id),
+        owners.partnershipStats(ref.productId, ref.id),
+      ]);
+      const affiliate = partnership.affiliate ?? { email: "", name: "" };
+      return {
+        productId: ref.productId,
+        body: { id: eventId, type, created_at: isoOf(event.occurredAt), data: toPublicPartnership(partnership, stats) },
+        emails: notify && affiliate.email ? [welcomeEmail(affiliate, partnership.referralCode)] : [],
+      };
+    },
+  };
+}
+
+function commissionSubscription(
+  subject: string,
+  type: EventType,
+  schema: typeof CommissionCreatedSchema | typeof CommissionApprovedSchema | typeof CommissionRejectedSchema,
+): Subscription {
+  const read = (data: Uint8Array) => {
+    const event = decode(schema, data);
+    if (!event.commission?.id || !event.commission.productId)
+      throw new UndecodableEvent(`${subject} without a commission`);
+    return { event, ref: event.commission };
+  };
+  return {
+    stream: "ledger",
+    subject,
+    type,
+    peek: (data) => ({ productId: read(data).ref.productId, sendsEmail: false }),
+    async build(owners, eventId, data) {
+      const { event, ref } = read(data);
+      const commission = await owners.commission(ref.productId, ref.id);
+      const partnership = await owners.partnership(ref.productId, commission.partnershipId);
+      return {
+        productId: ref.productId,
+        body: {
+          id: eventId,
+          type,
+          created_at: isoOf(event.occurredAt),
+          data: toPublicCommission(commission, partnership),
+        },
+        emails: [],
+      };
+    },
+  };
+}
+
+/**
+ * commission.refunded: the commission, the refund's figures (spec 4.9) and its reason. The
+ * affiliate is emailed on a full void or on any clawback of a paid commission (contract 7),
+ * never on a partial refund of an unpaid one.
+ */
+const commissionRefunded: Subscription = {
+  stream: "ledger",
+  subject: "ledger.commission.refunded",
+  type: "commission.refunded",
+  peek(data) {
+    const event = decode(CommissionRefundedSchema, data);
+    if (!event.commission?.productId) throw new UndecodableEvent("CommissionRefunded without a commission");
+    return { productId: event.commission.productId, sendsEmail: refundNotifiesAffiliate(event) };
+  },
+  async build(owners, eventId, data) {
+    const event = decode(CommissionRefundedSchema, data);
+    const ref = event.commission;
+    if (!ref?.id || !ref.productId) throw new UndecodableEvent("CommissionRefunded without a commission");
+    const commission = await owners.commission(ref.productId, ref.id);
+    const partnership = await owners.partnership(ref.productId, commission.partnershipId);
+    const reason = commission.reason || null;
+    const affiliate = partnership.affiliate ?? { email: "", name: "" };
+    const previousCents = Number(event.previousAmountCents);
+    const newCents = Number(event.newAmountCents);
+    return {
+      productId: ref.productId,
+      body: {
+        id: eventId,
+        type: "commission.refunded",
+        created_at: isoOf(event.occurredAt),
+        data: {
+          ...toPublicCommission(commission, partnership),
+          ...(event.refund ? toPublicRefund(event.refund) : {}),
+          reason,
+        },
+      },
+      emails:
+        refundNotifiesAffiliate(event) && affiliate.email
+          ? [
+              refundNoticeEmail(affiliate, {
+                commissionId: commission.id,
+                previousCents,
+                newCents,
+                clawbackCents: Number(event.clawbackCents),
+                reason,
+                currency: "usd",
+              }),
+            ]
+          : [],
+    };
+  },
+};
+
+/** A full void (the commission fell to 0) or a clawback of a paid one (contract 7). */
+export function refundNotifiesAffiliate(event: MessageShape<typeof CommissionRefundedSchema>): boolean {
+  const fullVoid = event.newAmountCents === 0n && event.previousAmountCents > 0n;
+  const clawback = event.previousStatus === CommissionStatus.PAID && event.newAmountCents < event.previousAmountCents;
+  return fullVoid || clawback;
+}
+
+function payoutSubscription(
+  subject: string,
+  type: EventType,
+  schema:
+    | typeof PayoutCreatedSchema
+    | typeof PayoutApprovedSchema
+    | typeof PayoutRejectedSchema
+    | typeof PayoutCompletedSchema,
+): Subscription {
+  const read = (data: Uint8Array) => {
+    const event = decode(schema, data);
+    if (!event.payout?.id || !event.payout.productId) throw new UndecodableEvent(`${subject} without a payout`);
+    return { event, payout: event.payout };
+  };
+  return {
+    stream: "payouts",
+    subject,
+    type,
+    peek: (data) => ({ productId: read(data).payout.productId, sendsEmail: false }),
+    async build(owners, eventId, data) {
+      const { event, payout } = read(data);
+      const partnership = await owners.partnership(payout.productId, payout.partnershipId);
+      return {
+        productId: payout.productId,
+        body: {
+          id: eventId,
+          type,
+          created_at: isoOf(event.occurredAt),
+          data: toPublicPayout(payout, partnership, { deleted: type === "payout.rejected" }),
+        },
+        emails: [],
+      };
+    },
+  };
+}
+
+/** Every event type of contract 9 the notifier consumes (customer.erased: the privacy service's, wired later). */
+export const subscriptions: Subscription[] = [
+  partnershipSubscription("partners.partnership.created", "partnership.created", PartnershipCreatedSchema),
+  partnershipSubscription("partners.partnership.reactivated", "partnership.reactivated", PartnershipReactivatedSchema),
+  partnershipSubscription("partners.partnership.removed", "partnership.removed", PartnershipRemovedSchema),
+  commissionSubscription("ledger.commission.created", "commission.created", CommissionCreatedSchema),
+  commissionSubscription("ledger.commission.approved", "commission.approved", CommissionApprovedSchema),
+  commissionSubscription("ledger.commission.rejected", "commission.rejected", CommissionRejectedSchema),
+  commissionRefunded,
+  payoutSubscription("payouts.payout.created", "payout.created", PayoutCreatedSchema),
+  payoutSubscription("payouts.payout.approved", "payout.approved", PayoutApprovedSchema),
+  payoutSubscription("payouts.payout.rejected", "payout.rejected", PayoutRejectedSchema),
+  payoutSubscription("payouts.payout.completed", "payout.completed", PayoutCompletedSchema),
+];

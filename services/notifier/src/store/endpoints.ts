@@ -1,0 +1,141 @@
+import type { Queryable } from "@affiliate/platform";
+import type { DisabledReason, Endpoint } from "../domain/types.js";
+
+const columns = "id, product_id, url, events, enabled, disabled_reason, failing_since, created_at";
+
+/** An endpoint with what signing needs; only the worker and rotation read secrets. */
+export interface SigningEndpoint extends Endpoint {
+  secret: string;
+  previousSecret: string | null;
+  previousSecretUntil: Date | null;
+}
+
+export async function insertEndpoint(
+  sql: Queryable,
+  row: { id: string; productId: string; url: string; events: string[]; secret: string },
+): Promise<Endpoint> {
+  const [endpoint] = await sql<Endpoint[]>`
+    insert into endpoints (id, product_id, url, events, secret)
+    values (${row.id}, ${row.productId}, ${row.url}, ${row.events}, ${row.secret})
+    returning ${sql.unsafe(columns)}`;
+  return endpoint as Endpoint;
+}
+
+export async function findEndpoint(sql: Queryable, productId: string, id: string): Promise<Endpoint | undefined> {
+  const [endpoint] = await sql<Endpoint[]>`
+    select ${sql.unsafe(columns)} from endpoints where product_id = ${productId} and id = ${id}`;
+  return endpoint;
+}
+
+export async function findSigningEndpoint(sql: Queryable, id: string): Promise<SigningEndpoint | undefined> {
+  const [endpoint] = await sql<SigningEndpoint[]>`
+    select ${sql.unsafe(columns)}, secret, previous_secret, previous_secret_until from endpoints where id = ${id}`;
+  return endpoint;
+}
+
+export function listEndpoints(sql: Queryable, productId: string): Promise<Endpoint[]> {
+  return sql<Endpoint[]>`
+    select ${sql.unsafe(columns)} from endpoints where product_id = ${productId} order by id desc limit 1000`;
+}
+
+/** The product's endpoints subscribed to `type` (an empty list means every type), enabled or not. */
+export function subscribedEndpoints(sql: Queryable, productId: string, type: string): Promise<Endpoint[]> {
+  return sql<Endpoint[]>`
+    select ${sql.unsafe(columns)} from endpoints
+    where product_id = ${productId} and (events = '{}' or ${type} = any(events))`;
+}
+
+export async function updateEndpoint(
+  sql: Queryable,
+  productId: string,
+  id: string,
+  change: { url?: string; events?: string[]; enabled?: boolean },
+): Promise<Endpoint | undefined> {
+  const [endpoint] = await sql<Endpoint[]>`
+    update endpoints set
+      url = coalesce(${change.url ?? null}, url),
+      events = coalesce(${change.events ?? null}::text[], events),
+      enabled = coalesce(${change.enabled ?? null}, enabled),
+      disabled_reason = case when coalesce(${change.enabled ?? null}, enabled) then null
+                             when ${change.enabled ?? null} = false then 'merchant' else disabled_reason end,
+      disabled_at = case when coalesce(${change.enabled ?? null}, enabled) then null
+                         when ${change.enabled ?? null} = false then now() else disabled_at end,
+      failing_since = case when ${change.enabled ?? null} then null else failing_since end,
+      next_probe_at = case when coalesce(${change.enabled ?? null}, enabled) or ${change.enabled ?? null} = false
+                           then null else next_probe_at end
+    where product_id = ${productId} and id = ${id}
+    returning ${sql.unsafe(columns)}`;
+  return endpoint;
+}
+
+export async function deleteEndpoint(sql: Queryable, productId: string, id: string): Promise<boolean> {
+  const rows = await sql`delete from endpoints where product_id = ${productId} and id = ${id} returning id`;
+  return rows.length > 0;
+}
+
+/** The new secret signs from now on; the current one goes on signing until `overlapUntil`. */
+export async function rotateSecret(
+  sql: Queryable,
+  productId: string,
+  id: string,
+  secret: string,
+  overlapUntil: Date,
+): Promise<boolean> {
+  const rows = await sql`
+    update endpoints set previous_secret = secret, previous_secret_until = ${overlapUntil}, secret = ${secret}
+    where product_id = ${productId} and id = ${id} returning id`;
+  return rows.length > 0;
+}
+
+/** A 2xx: the endpoint answers, so its failing streak ends. */
+export async function markAnswering(sql: Queryable, id: string): Promise<void> {
+  await sql`update endpoints set failing_since = null where id = ${id} and failing_since is not null`;
+}
+
+/** A failed attempt starts the failing streak if none is running; answers when it started. */
+export async function markFailing(sql: Queryable, id: string, at: Date): Promise<Date> {
+  const [row] = await sql<{ failingSince: Date }[]>`
+    update endpoints set failing_since = coalesce(failing_since, ${at}) where id = ${id} returning failing_since`;
+  return row?.failingSince ?? at;
+}
+
+/**
+ * Disables an endpoint (`failing` or `gone`) and fails its pending deliveries without a further
+ * attempt: `recover`, or the probe for a failing one, sends them later.
+ */
+export async function disableEndpoint(
+  sql: Queryable,
+  id: string,
+  reason: Exclude<DisabledReason, "merchant">,
+  at: Date,
+  nextProbeAt: Date | null,
+): Promise<void> {
+  await sql`
+    update endpoints set enabled = false, disabled_reason = ${reason}, disabled_at = ${at}, next_probe_at = ${nextProbeAt}
+    where id = ${id}`;
+  await sql`
+    update deliveries set status = 'failed', next_attempt_at = null
+    where endpoint_id = ${id} and status = 'pending' and (leased_until is null or leased_until <= ${at})`;
+}
+
+/** `failing` endpoints whose probe is due. */
+export function endpointsToProbe(sql: Queryable, now: Date): Promise<(SigningEndpoint & { disabledAt: Date })[]> {
+  return sql<(SigningEndpoint & { disabledAt: Date })[]>`
+    select ${sql.unsafe(columns)}, secret, previous_secret, previous_secret_until, disabled_at from endpoints
+    where next_probe_at <= ${now} and disabled_reason = 'failing' order by next_probe_at limit 100`;
+}
+
+export async function scheduleProbe(sql: Queryable, id: string, at: Date): Promise<void> {
+  await sql`update endpoints set next_probe_at = ${at} where id = ${id} and disabled_reason = 'failing'`;
+}
+
+/** The probe got a 2xx: the endpoint is enabled again; answers since when it had been failing. */
+export async function reenableEndpoint(sql: Queryable, id: string): Promise<Date | null> {
+  const [row] = await sql<{ since: Date | null }[]>`
+    update endpoints e set enabled = true, disabled_reason = null, disabled_at = null, next_probe_at = null,
+      failing_since = null
+    from (select id, coalesce(failing_since, disabled_at) as since from endpoints where id = ${id} for update) old
+    where e.id = old.id and e.disabled_reason = 'failing'
+    returning old.since`;
+  return row ? row.since : null;
+}
