@@ -2,7 +2,7 @@ import type { ClaimedJob, Logger, Sql } from "@affiliate/platform";
 import { postWebhook } from "../outbound/post-webhook.js";
 import { signatureHeaders } from "../outbound/signing.js";
 import type { DeliveryJob } from "../store/deliveries.js";
-import { recordAttempt } from "../store/deliveries.js";
+import { payloadText, recordAttempt } from "../store/deliveries.js";
 import {
   disableEndpoint,
   findSigningEndpoint,
@@ -61,15 +61,9 @@ export function sendSigned(
 export async function deliverWebhook(deps: DeliverDeps, job: ClaimedJob<DeliveryJob>): Promise<void> {
   const delivery = job.row;
   const endpoint = await findSigningEndpoint(deps.sql, delivery.endpointId);
-  if (!endpoint) return; // deleted with its deliveries meanwhile
-  const result = await sendSigned(
-    deps,
-    endpoint,
-    JSON.stringify(delivery.payload),
-    delivery.eventId,
-    delivery.traceHeaders,
-    job.signal,
-  );
+  const body = await payloadText(deps.sql, delivery.id);
+  if (!endpoint || body === undefined) return; // deleted with its deliveries meanwhile
+  const result = await sendSigned(deps, endpoint, body, delivery.eventId, delivery.traceHeaders, job.signal);
   const now = deps.clock();
   const attempt = {
     attemptedAt: now,

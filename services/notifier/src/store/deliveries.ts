@@ -1,8 +1,18 @@
 import type { Queryable } from "@affiliate/platform";
 import type { Attempt, Delivery, WebhookBody } from "../domain/types.js";
 
+// The payload is read as text: the pool's camelCase transform would otherwise rename its keys.
 const columns =
-  "id, endpoint_id, event_id, event_type, status, attempts, last_status_code, next_attempt_at, created_at, payload";
+  "id, endpoint_id, event_id, event_type, status, attempts, last_status_code, next_attempt_at, created_at, payload::text as payload";
+
+const parsed = (rows: (Omit<Delivery, "payload"> & { payload: string })[]): Delivery[] =>
+  rows.map((row) => ({ ...row, payload: JSON.parse(row.payload) as WebhookBody }));
+
+/** The stored body exactly as it will be sent (and signed). */
+export async function payloadText(sql: Queryable, id: string): Promise<string | undefined> {
+  const [row] = await sql<{ payload: string }[]>`select payload::text as payload from deliveries where id = ${id}`;
+  return row?.payload;
+}
 
 /** A delivery as the job worker holds it. */
 export interface DeliveryJob extends Delivery {
@@ -52,17 +62,24 @@ export async function findDelivery(
   endpointId: string,
   id: string,
 ): Promise<Delivery | undefined> {
-  const [delivery] = await sql<Delivery[]>`
+  const rows = await sql<(Omit<Delivery, "payload"> & { payload: string })[]>`
     select ${sql.unsafe(columns)} from deliveries
     where product_id = ${productId} and endpoint_id = ${endpointId} and id = ${id}`;
-  return delivery;
+  return parsed(rows)[0];
 }
 
-export function listDeliveries(sql: Queryable, endpointId: string, afterId: string | undefined, limit: number) {
-  return sql<Delivery[]>`
-    select ${sql.unsafe(columns)} from deliveries
-    where endpoint_id = ${endpointId} ${afterId ? sql`and id < ${afterId}` : sql``}
-    order by id desc limit ${limit}`;
+export async function listDeliveries(
+  sql: Queryable,
+  endpointId: string,
+  afterId: string | undefined,
+  limit: number,
+): Promise<Delivery[]> {
+  return parsed(
+    await sql<(Omit<Delivery, "payload"> & { payload: string })[]>`
+      select ${sql.unsafe(columns)} from deliveries
+      where endpoint_id = ${endpointId} ${afterId ? sql`and id < ${afterId}` : sql``}
+      order by id desc limit ${limit}`,
+  );
 }
 
 export function attemptsOf(sql: Queryable, deliveryId: string): Promise<Attempt[]> {
