@@ -29,7 +29,7 @@ export async function probeFailingEndpoints(deps: DeliverDeps): Promise<number> 
     }
     await deps.sql.begin(async (tx) => {
       const since = await reenableEndpoint(tx, endpoint.id);
-      if (since) await requeueFailed(tx, endpoint.id, since, new Date(8.64e15), deps.clock());
+      if (since) await requeueFailed(tx, endpoint.id, since, new Date(deps.clock().getTime() + 1), deps.clock());
     });
     enabled += 1;
     deps.logger.info({ webhookId: endpoint.id }, "failing webhook endpoint answered the probe; enabled again");

@@ -48,7 +48,8 @@ export function postWebhook(
   if (!options.allowPrivate && isIP(host) && !isPublicAddress(host)) {
     return Promise.resolve(done({ error: new RefusedAddress(`${host} is not a public address`).message }));
   }
-  const signals = [AbortSignal.timeout(options.timeoutMs ?? attemptTimeoutMs)];
+  const timeoutMs = options.timeoutMs ?? attemptTimeoutMs;
+  const signals = [AbortSignal.timeout(timeoutMs)];
   if (options.signal) signals.push(options.signal);
   const signal = AbortSignal.any(signals);
   const client = url.protocol === "https:" ? https : http;
@@ -84,7 +85,8 @@ export function postWebhook(
       },
     );
     request.on("error", (error: Error) => {
-      const reason = signal.aborted && !(error instanceof RefusedAddress) ? "no answer within 15 s" : error.message;
+      const reason =
+        signal.aborted && !(error instanceof RefusedAddress) ? `no answer within ${timeoutMs / 1000} s` : error.message;
       resolve(done({ error: reason }));
     });
     request.end(body);
