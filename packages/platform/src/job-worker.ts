@@ -141,7 +141,7 @@ export function startJobWorker<Row extends JobRow>(options: JobWorkerOptions<Row
   };
 
   /** Claims what fits beside the jobs in flight and starts them; answers how many started. */
-  const fill = async (): Promise<number> => {
+  const fillOnce = async (): Promise<number> => {
     const room = concurrency - inFlight.size;
     if (room <= 0 || stopped) return 0;
     const rows = await claim(room);
@@ -154,6 +154,14 @@ export function startJobWorker<Row extends JobRow>(options: JobWorkerOptions<Row
       inFlight.add(running);
     }
     return rows.length;
+  };
+  // One claim at a time per worker: the loop (woken by NOTIFY) and drain() take turns, so a
+  // drain never misses a job the loop is claiming at that moment.
+  let filling: Promise<unknown> = Promise.resolve();
+  const fill = (): Promise<number> => {
+    const next = filling.then(fillOnce, fillOnce);
+    filling = next.catch(() => undefined);
+    return next;
   };
 
   const sleep = (ms: number) =>

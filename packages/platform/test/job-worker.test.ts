@@ -1,0 +1,124 @@
+import { createTestDatabase, type TestDatabase } from "@affiliate/testing";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { createSql, type Sql } from "../src/db.js";
+import { type JobRow, startJobWorker } from "../src/job-worker.js";
+import { migrate } from "../src/migrate.js";
+import { eventually, migrationsDirectory, silentLogger } from "./helpers.js";
+
+interface Task extends JobRow {
+  grp: string;
+  done: boolean;
+}
+
+let database: TestDatabase;
+let sql: Sql;
+const schema = "jobs_test";
+
+beforeAll(async () => {
+  database = await createTestDatabase();
+  sql = createSql(database.url, { schema, applicationName: "job-worker-test" });
+  const dir = await migrationsDirectory({
+    "0001_tasks.sql": `
+      create table tasks (id text primary key, grp text not null, done boolean not null default false,
+        next_attempt_at timestamptz, leased_until timestamptz, lease_token text);
+      create trigger tasks_due after insert or update of next_attempt_at on tasks
+        for each statement execute function job_notify();`,
+  });
+  await migrate(sql, schema, dir.path);
+  await dir.remove();
+});
+afterAll(async () => {
+  await sql.end();
+  await database.drop();
+});
+
+describe("startJobWorker", () => {
+  it("runs each due job once, never more than the group's cap at once, and is woken by NOTIFY", async () => {
+    await sql`delete from tasks`;
+    let running = 0;
+    let most = 0;
+    const runs = new Map<string, number>();
+    const release: (() => void)[] = [];
+    const worker = startJobWorker<Task>({
+      sql,
+      schema,
+      table: "tasks",
+      logger: silentLogger,
+      concurrency: 20,
+      perGroup: { column: "grp", maxInFlight: 3 },
+      pollMs: 60_000,
+      async run(job) {
+        running += 1;
+        most = Math.max(most, running);
+        runs.set(job.row.id, (runs.get(job.row.id) ?? 0) + 1);
+        await new Promise<void>((resolve) => release.push(resolve));
+        running -= 1;
+        await job.finish(async (tx) => {
+          await tx`update tasks set done = true, next_attempt_at = null where id = ${job.row.id}`;
+        });
+      },
+    });
+    await sql`insert into tasks (id, grp, next_attempt_at)
+              select 'task' || i, 'one', now() from generate_series(1, 10) as i`;
+    // Woken by the insert (the poll is a minute away); the cap holds three at a time.
+    await eventually("three running", () => running === 3);
+    for (let round = 0; round < 10 && release.length > 0; round++) {
+      while (release.length > 0) release.shift()?.();
+      await eventually("the next ones", async () => {
+        const [left] = await sql<{ n: number }[]>`select count(*)::int as n from tasks where not done`;
+        return left?.n === 0 || release.length > 0 || running === 0;
+      });
+    }
+    await eventually("all done", async () => {
+      while (release.length > 0) release.shift()?.();
+      const [left] = await sql<{ n: number }[]>`select count(*)::int as n from tasks where not done`;
+      return left?.n === 0;
+    });
+    await worker.stop();
+    expect(most).toBe(3);
+    expect([...runs.values()]).toEqual(Array(10).fill(1));
+  });
+
+  it("a claim whose lease ran out records nothing; the next claim runs the job", async () => {
+    await sql`delete from tasks`;
+    let now = new Date("2026-01-01T00:00:00Z");
+    const finished: boolean[] = [];
+    let first = true;
+    const worker = startJobWorker<Task>({
+      sql,
+      schema,
+      table: "tasks",
+      logger: silentLogger,
+      leaseMs: 10_000,
+      pollMs: 60_000,
+      clock: () => now,
+      async run(job) {
+        if (first) {
+          first = false;
+          // The lease ended while this run was still going, and another claim took the job.
+          const [taken] = await sql`
+            update tasks set lease_token = 'another-claim', leased_until = ${new Date(now.getTime() + 20_000)}
+            where id = ${job.row.id} returning id`;
+          expect(taken).toBeDefined();
+        }
+        finished.push(
+          await job.finish(async (tx) => {
+            await tx`update tasks set done = true, next_attempt_at = null where id = ${job.row.id}`;
+          }),
+        );
+      },
+    });
+    await sql`insert into tasks (id, grp, next_attempt_at) values ('late', 'g', ${now})`;
+    await worker.drain();
+    expect(finished).toEqual([false]);
+    const [row] = await sql<{ done: boolean }[]>`select done from tasks where id = 'late'`;
+    expect(row?.done).toBe(false);
+    // Nothing runs while the other claim's lease holds; after it ends, the job runs again.
+    await worker.drain();
+    expect(finished).toEqual([false]);
+    now = new Date(now.getTime() + 20_001);
+    await worker.drain();
+    expect(finished).toEqual([false, true]);
+    await worker.stop();
+  });
+});
