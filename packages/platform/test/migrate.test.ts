@@ -8,7 +8,11 @@ import { migrate } from "../src/migrate.js";
 import { migrationsDirectory } from "./helpers.js";
 
 /** The platform's own migrations, applied before every service's, in this order. */
-const platformFiles = ["platform/0001_outbox.sql", "platform/0002_applied_events_by_age.sql"];
+const platformFiles = [
+  "platform/0001_outbox.sql",
+  "platform/0002_applied_events_by_age.sql",
+  "platform/0003_job_notify.sql",
+];
 
 let database: TestDatabase;
 let sql: Sql;
