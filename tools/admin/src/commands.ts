@@ -8,7 +8,10 @@ export class UsageError extends Error {}
 export const usage = `usage:
   admin products create --name <name>
   admin products list
-  admin keys rotate --product <product_id>`;
+  admin keys rotate --product <product_id>
+  admin --help
+
+Reaches partners at PARTNERS_URL, else http://127.0.0.1:$PARTNERS_RPC_PORT, else http://127.0.0.1:7101.`;
 
 const productWithKeys = (product: Product | undefined, keys: IssuedKeys | undefined) => ({
   product_id: product?.id,
@@ -20,10 +23,9 @@ const productWithKeys = (product: Product | undefined, keys: IssuedKeys | undefi
 /** Runs one command against the partners admin RPC and returns what to print. */
 export async function runCommand(
   positionals: string[],
-  flags: { name?: string | undefined; product?: string | undefined; help?: boolean | undefined },
+  flags: { name?: string | undefined; product?: string | undefined },
   partnersUrl: string,
 ): Promise<unknown> {
-  if (flags.help) throw new UsageError(usage);
   const admin = createClient(
     PartnersAdminService,
     createConnectTransport({ baseUrl: partnersUrl, httpVersion: "2", useBinaryFormat: true, defaultTimeoutMs: 10_000 }),
@@ -52,7 +54,7 @@ export async function runCommand(
         return productWithKeys(product, keys);
       }
       default:
-        throw new UsageError(`unknown command "${command}"\n${usage}`);
+        throw new UsageError(`${command ? `unknown command "${command}"` : "no command given"}\n${usage}`);
     }
   } catch (error) {
     if (!(error instanceof ConnectError)) throw error;

@@ -1,16 +1,19 @@
 #!/usr/bin/env node
+import { parseArgs } from "node:util";
 /**
  * The operator CLI (contract section 2): products and keys, over the partners admin RPC.
- * Prints exactly one JSON line on stdout; errors go to stderr with exit code 1.
+ * Prints exactly one JSON line on stdout; errors go to stderr with exit code 1. `--help` (`-h`),
+ * anywhere on the line, prints the usage on stdout and exits 0.
  *
  *   npm run --silent admin -- products create --name "Acme"
  *   npm run --silent admin -- products list
  *   npm run --silent admin -- keys rotate --product <product_id>
  *
- * PARTNERS_URL (default http://127.0.0.1:7101) says where the partners service listens.
+ * It finds partners through the same variables as `npm start`: PARTNERS_URL, else
+ * PARTNERS_RPC_PORT on 127.0.0.1, else port 7101.
  */
-import { parseArgs } from "node:util";
-import { runCommand, UsageError } from "./commands.js";
+import { serviceUrl } from "@affiliate/mesh/services";
+import { runCommand, UsageError, usage } from "./commands.js";
 
 try {
   const { positionals, values } = parseArgs({
@@ -18,8 +21,12 @@ try {
     allowPositionals: true,
     options: { name: { type: "string" }, product: { type: "string" }, help: { type: "boolean", short: "h" } },
   });
-  const output = await runCommand(positionals, values, process.env.PARTNERS_URL ?? "http://127.0.0.1:7101");
-  process.stdout.write(`${JSON.stringify(output)}\n`);
+  if (values.help) {
+    process.stdout.write(`${usage}\n`);
+  } else {
+    const output = await runCommand(positionals, values, serviceUrl("partners", process.env));
+    process.stdout.write(`${JSON.stringify(output)}\n`);
+  }
 } catch (error) {
   process.stderr.write(
     `admin: ${error instanceof UsageError || error instanceof Error ? error.message : String(error)}\n`,

@@ -19,37 +19,29 @@ export interface ServiceDefinition {
 }
 
 /**
+ * An internal service in `services/<name>`: it owns a schema, listens for RPC on `RPC_PORT`,
+ * and its callers find it at `<NAME>_URL`.
+ */
+function rpcService(name: string, defaultPort: number): ServiceDefinition {
+  return {
+    name,
+    directory: `services/${name}`,
+    migrates: true,
+    protocol: "rpc",
+    defaultPort,
+    listenEnv: (port, host) => ({ RPC_PORT: String(port), RPC_HOST: host }),
+    addressEnv: (port) => ({ [urlVariable(name)]: `http://127.0.0.1:${port}` }),
+  };
+}
+
+/**
  * The services of the mesh in start order: each one's callees start before it. The gateway comes
- * last and is the only public listener.
+ * last and is the only public listener. A new service is one line here.
  */
 export const services: ServiceDefinition[] = [
-  {
-    name: "partners",
-    directory: "services/partners",
-    migrates: true,
-    protocol: "rpc",
-    defaultPort: 7101,
-    listenEnv: (port, host) => ({ RPC_PORT: String(port), RPC_HOST: host }),
-    addressEnv: (port) => ({ PARTNERS_URL: `http://127.0.0.1:${port}` }),
-  },
-  {
-    name: "ledger",
-    directory: "services/ledger",
-    migrates: true,
-    protocol: "rpc",
-    defaultPort: 7102,
-    listenEnv: (port, host) => ({ RPC_PORT: String(port), RPC_HOST: host }),
-    addressEnv: (port) => ({ LEDGER_URL: `http://127.0.0.1:${port}` }),
-  },
-  {
-    name: "payouts",
-    directory: "services/payouts",
-    migrates: true,
-    protocol: "rpc",
-    defaultPort: 7103,
-    listenEnv: (port, host) => ({ RPC_PORT: String(port), RPC_HOST: host }),
-    addressEnv: (port) => ({ PAYOUTS_URL: `http://127.0.0.1:${port}` }),
-  },
+  rpcService("partners", 7101),
+  rpcService("ledger", 7102),
+  rpcService("payouts", 7103),
   {
     name: "notifier",
     directory: "services/notifier",
@@ -68,3 +60,24 @@ export const services: ServiceDefinition[] = [
     listenEnv: (port, host) => ({ PORT: String(port), HOST: host }),
   },
 ];
+
+/** The variable that moves a service's port under `npm start`: `PORT` for the gateway, else `<NAME>_RPC_PORT`. */
+export function portVariable(service: ServiceDefinition): string {
+  return service.protocol === "http" ? "PORT" : `${service.name.toUpperCase()}_RPC_PORT`;
+}
+
+/** The variable callers read to reach an internal service: `<NAME>_URL`. */
+export function urlVariable(name: string): string {
+  return `${name.toUpperCase()}_URL`;
+}
+
+/**
+ * Where a tool on this machine (the operator CLI) reaches an internal service, from the same
+ * variables `npm start` reads: `<NAME>_URL`, else `<NAME>_RPC_PORT` on 127.0.0.1, else its default
+ * port.
+ */
+export function serviceUrl(name: string, env: NodeJS.ProcessEnv): string {
+  const service = services.find((s) => s.name === name && s.protocol === "rpc");
+  if (!service) throw new Error(`no internal service named ${name}`);
+  return env[urlVariable(name)] || `http://127.0.0.1:${env[portVariable(service)] || service.defaultPort}`;
+}
