@@ -86,6 +86,7 @@ async function main(): Promise<void> {
   // A free port for every internal service, so a mesh already running on the defaults is no obstacle.
   const servicePorts: Record<string, number> = {};
   for (const service of services.filter((s) => s.protocol === "rpc")) servicePorts[service.name] = await freePort();
+  let recentOutput = (): string[] => [];
   meshStarting = startMesh({
     databaseUrl: database.url,
     natsUrl: process.env.NATS_URL ?? defaultNatsUrl,
@@ -100,14 +101,12 @@ async function main(): Promise<void> {
       TRACKING_RATE_LIMIT_PER_MINUTE: unlimited,
     },
     signal: interrupted.signal,
+    // A service that dies mid-run is restarted, but the figures around it are not to be trusted.
+    report: (line) => console.error(`\n${line}; last output:\n${recentOutput().slice(-20).join("\n")}`),
   });
   const mesh = (await meshStarting) as Mesh;
+  recentOutput = mesh.recentOutput;
   teardownSteps.push(() => mesh.stop());
-  void mesh.exited.then(({ service, code, signal }) => {
-    console.error(
-      `\n${service} exited by itself (${code ?? signal}); last output:\n${mesh.recentOutput().slice(-20).join("\n")}`,
-    );
-  });
   console.log(`mesh up: gateway ${mesh.gatewayUrl}, pids ${JSON.stringify(mesh.pids)}`);
 
   const sql = postgres(database.url, { max: 4, onnotice: () => {} });

@@ -7,6 +7,9 @@ export type ShutdownStep = [name: string, run: () => Promise<unknown> | unknown]
  * On SIGTERM or SIGINT, runs the steps in order (stop accepting, finish in-flight work, drain
  * consumers, flush the outbox, close connections) and exits 0. A step that fails is logged and
  * the rest still run. A second signal, or 20 s without finishing, exits 1 at once.
+ *
+ * A process started by a supervisor with an IPC channel (`npm start`'s launcher) also drains when
+ * that channel closes: the supervisor is gone, and nothing would ever stop the process otherwise.
  */
 export function onShutdown(logger: Logger, steps: ShutdownStep[]): void {
   let shuttingDown = false;
@@ -34,6 +37,12 @@ export function onShutdown(logger: Logger, steps: ShutdownStep[]): void {
   };
   process.once("SIGTERM", () => void shutdown("SIGTERM"));
   process.once("SIGINT", () => void shutdown("SIGINT"));
+  // Unlike a second signal, losing the supervisor mid-drain is no reason to cut the drain short.
+  if (process.channel) {
+    process.once("disconnect", () => {
+      if (!shuttingDown) void shutdown("supervisor gone");
+    });
+  }
 }
 
 /** Exports the spans still buffered: process.exit skips the SDK's own exit hook. */

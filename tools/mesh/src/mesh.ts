@@ -4,7 +4,7 @@ import http2 from "node:http2";
 import { createServer } from "node:net";
 import { join } from "node:path";
 import { preflight } from "./preflight.js";
-import { repositoryRoot, type ServiceDefinition, services } from "./services.js";
+import { portVariable, repositoryRoot, type ServiceDefinition, services } from "./services.js";
 
 export interface MeshOptions {
   databaseUrl: string;
@@ -22,21 +22,24 @@ export interface MeshOptions {
   readyTimeoutMs?: number;
   /** Aborting it during start-up stops what was started and rejects with MeshError. */
   signal?: AbortSignal;
+  /**
+   * Also receives each line the supervisor writes (a service exited and when it restarts, a
+   * service back). Those lines go to stderr with output "inherit", to recentOutput() with "pipe".
+   */
+  report?: (line: string) => void;
 }
 
 export interface Mesh {
   gatewayUrl: string;
   /** The internal URL of each service, by name. */
   urls: Record<string, string>;
-  /** Each service's process id, by name. */
+  /** Each service's current process id, by name (a restarted service has a new one). */
   pids: Record<string, number>;
-  /** The last lines the services printed (only with output "pipe"). */
+  /** The last lines the services and the supervisor printed (only with output "pipe"). */
   recentOutput(): string[];
-  /** Resolves when a service exits by itself; tells which one. */
-  exited: Promise<{ service: string; code: number | null; signal: NodeJS.Signals | null }>;
-  /** SIGTERM to every service, gateway first; SIGKILL after 15 s. */
+  /** SIGTERM to every service, gateway first, each drained before the next; SIGKILL after 15 s. */
   stop(): Promise<void>;
-  /** Stops one service (SIGTERM) and keeps it down, as a crashed or drained replica (fault tests). */
+  /** Stops one service (SIGTERM) and keeps it down, as a drained replica (fault tests). */
   stopService(name: string): Promise<void>;
   /** Starts a stopped service again with the same environment and waits until it is ready. */
   startService(name: string): Promise<void>;
@@ -44,12 +47,26 @@ export interface Mesh {
 
 export class MeshError extends Error {}
 
+/**
+ * Restarts after a crash wait 1 s, doubling with each crash in a row up to 30 s, and never give
+ * up: Kubernetes' CrashLoopBackOff (10 s to 5 min) scaled to one machine. The rest of the mesh
+ * keeps serving meanwhile, and a service that comes back (say, once Postgres is up again) needs
+ * no one to restart the mesh.
+ */
+export const restartBackoff = { firstDelayMs: 1000, maxDelayMs: 30_000 };
+/** A service that stayed up this long before it died starts its count of crashes in a row afresh. */
+const stableAfterMs = 60_000;
+/** From this many crashes in a row on, each restart line says the service keeps dying. */
+const crashLoopAfter = 3;
+/** How long a stopping service may drain before it is killed. */
+const drainTimeoutMs = 15_000;
+
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 function probe(protocol: ServiceDefinition["protocol"], port: number): Promise<boolean> {
   return new Promise((resolve) => {
     if (protocol === "http") {
-      const req = http.get({ host: "127.0.0.1", port, path: "/readyz", timeout: 1000 }, (res) => {
+      const req = http.get({ host: "127.0.0.1", port, path: "/readyz", timeout: 1000, agent: false }, (res) => {
         res.resume();
         resolve(res.statusCode === 200);
       });
@@ -103,29 +120,66 @@ async function migrateAll(env: NodeJS.ProcessEnv, output: "inherit" | "pipe", li
   }
 }
 
+function remember(lines: string[], text: string) {
+  lines.push(...text.split("\n").filter(Boolean));
+  lines.splice(0, Math.max(0, lines.length - 500));
+}
+
 function collect(child: ChildProcess, lines: string[]) {
   for (const stream of [child.stdout, child.stderr]) {
-    stream?.on("data", (chunk: Buffer) => {
-      lines.push(...chunk.toString("utf8").split("\n").filter(Boolean));
-      lines.splice(0, Math.max(0, lines.length - 500));
-    });
+    stream?.on("data", (chunk: Buffer) => remember(lines, chunk.toString("utf8")));
   }
+}
+
+const describeExit = (code: number | null, signal: NodeJS.Signals | null) =>
+  signal ? `signal ${signal}` : `code ${code}`;
+
+const inSeconds = (ms: number) => `${ms / 1000} s`;
+
+/** One service under supervision: its current process and its recent crashes. */
+interface Supervised {
+  service: ServiceDefinition;
+  port: number;
+  child?: ChildProcess;
+  /** Down on purpose (stop, stopService): its exit is not a crash and it is not restarted. */
+  held: boolean;
+  crashesInARow: number;
+  readyAt: number;
+  restartTimer?: NodeJS.Timeout;
 }
 
 /**
  * Starts the mesh as `npm start` does: preflight, migrations, then each service as its own
- * process in dependency order, each awaited until ready.
+ * process in dependency order, each awaited until ready, then supervised: a service that dies
+ * is restarted with back-off while the others keep serving.
+ *
+ * Services run in process groups of their own, so a Ctrl-C at the terminal reaches only the
+ * launcher, which drains each service exactly once (SIGTERM, gateway first). Each is also tied to
+ * the launcher by an IPC channel: if the launcher itself is killed, the channel closes and every
+ * service drains instead of living on as an orphan (see onShutdown in packages/platform).
  */
 export async function startMesh(options: MeshOptions): Promise<Mesh> {
   const output = options.output ?? "inherit";
   const lines: string[] = [];
+  const report = (line: string) => {
+    if (output === "pipe") remember(lines, line);
+    else process.stderr.write(`${line}\n`);
+    options.report?.(line);
+  };
   const problem = await preflight(options.databaseUrl, options.natsUrl);
   if (problem) throw new MeshError(problem);
 
-  const ports = Object.fromEntries(
-    services.map((s) => [
-      s.name,
-      s.protocol === "http" ? options.port : (options.servicePorts?.[s.name] ?? s.defaultPort),
+  const supervised = new Map<string, Supervised>(
+    services.map((service) => [
+      service.name,
+      {
+        service,
+        port:
+          service.protocol === "http" ? options.port : (options.servicePorts?.[service.name] ?? service.defaultPort),
+        held: false,
+        crashesInARow: 0,
+        readyAt: 0,
+      },
     ]),
   );
   const baseEnv: NodeJS.ProcessEnv = {
@@ -136,69 +190,102 @@ export async function startMesh(options: MeshOptions): Promise<Mesh> {
     WEBHOOK_ALLOW_PRIVATE: "true",
     ...options.env,
   };
-  for (const service of services) Object.assign(baseEnv, service.addressEnv?.(ports[service.name] ?? 0));
+  for (const { service, port } of supervised.values()) Object.assign(baseEnv, service.addressEnv?.(port));
   await migrateAll(baseEnv, output, lines);
 
-  const children = new Map<string, ChildProcess>();
-  const stopping = new Set<string>();
-  let reportExit: (value: { service: string; code: number | null; signal: NodeJS.Signals | null }) => void = () => {};
-  const exited = new Promise<{ service: string; code: number | null; signal: NodeJS.Signals | null }>((resolve) => {
-    reportExit = resolve;
-  });
-
-  const launch = async (service: ServiceDefinition) => {
-    const port = ports[service.name] ?? 0;
+  /** Spawns the service and waits until it is ready; from then on its death is a crash. */
+  const launch = async (entry: Supervised) => {
+    const { service, port } = entry;
     const host = service.protocol === "http" ? options.host : "127.0.0.1";
     if (!(await portIsFree(port, host))) {
-      const variable = service.protocol === "http" ? "PORT" : `${service.name.toUpperCase()}_RPC_PORT`;
       throw new MeshError(
-        `port ${port} for ${service.name} is already in use (another mesh?); stop it or set ${variable}`,
+        `port ${port} for ${service.name} is already in use (another mesh?); stop it or set ${portVariable(service)}`,
       );
     }
     const child = spawn(process.execPath, ["--import", "@affiliate/platform/instrumentation", "dist/main.js"], {
       cwd: join(repositoryRoot, service.directory),
       env: { ...baseEnv, OTEL_SERVICE_NAME: service.name, ...service.listenEnv(port, host) },
-      stdio: ["ignore", output, output],
+      stdio: ["ignore", output, output, "ipc"],
+      detached: true,
     });
     collect(child, lines);
-    children.set(service.name, child);
+    entry.child = child;
+    let ready = false;
     child.on("exit", (code, signal) => {
-      if (!stopping.has(service.name)) reportExit({ service: service.name, code, signal });
+      // Before it is ready, the wait below reports the failure; on purpose, it is no crash.
+      if (ready && !entry.held && entry.child === child)
+        crashed(entry, `${service.name} exited (${describeExit(code, signal)})`);
     });
     const deadline = Date.now() + (options.readyTimeoutMs ?? 60_000);
     while (!(await probe(service.protocol, port))) {
       if (options.signal?.aborted) throw new MeshError("start-up interrupted");
+      if (entry.held) throw new MeshError(`${service.name} was stopped before it was ready`);
       if (child.exitCode !== null || child.signalCode !== null) {
-        throw new MeshError(`${service.name} exited (${child.exitCode ?? child.signalCode}) before it was ready`);
+        throw new MeshError(
+          `${service.name} exited (${describeExit(child.exitCode, child.signalCode)}) before it was ready`,
+        );
       }
-      if (Date.now() > deadline) throw new MeshError(`${service.name} was not ready on port ${port} in time`);
+      if (Date.now() > deadline) {
+        child.kill("SIGKILL");
+        throw new MeshError(`${service.name} was not ready on port ${port} in time`);
+      }
       await sleep(200);
     }
+    ready = true;
+    entry.readyAt = Date.now();
   };
 
-  const stopOne = async (name: string) => {
-    const child = children.get(name);
+  const crashed = (entry: Supervised, what: string) => {
+    entry.crashesInARow = Date.now() - entry.readyAt >= stableAfterMs ? 1 : entry.crashesInARow + 1;
+    scheduleRestart(entry, what);
+  };
+
+  const scheduleRestart = (entry: Supervised, what: string) => {
+    const { name } = entry.service;
+    const crashes = entry.crashesInARow;
+    const delay = Math.min(restartBackoff.firstDelayMs * 2 ** (crashes - 1), restartBackoff.maxDelayMs);
+    const loop = crashes >= crashLoopAfter ? ": it keeps dying, see its log above" : "";
+    report(`${what}; restarting ${name} in ${inSeconds(delay)} (crash ${crashes} in a row${loop})`);
+    entry.restartTimer = setTimeout(async () => {
+      entry.restartTimer = undefined;
+      if (entry.held) return;
+      try {
+        await launch(entry);
+        report(`${name} is back (pid ${entry.child?.pid})`);
+      } catch (error) {
+        if (entry.held) return;
+        entry.crashesInARow += 1;
+        scheduleRestart(entry, error instanceof Error ? error.message : String(error));
+      }
+    }, delay);
+  };
+
+  const stopOne = async (entry: Supervised) => {
+    entry.held = true;
+    clearTimeout(entry.restartTimer);
+    entry.restartTimer = undefined;
+    const child = entry.child;
     if (!child || child.exitCode !== null || child.signalCode !== null) return;
-    stopping.add(name);
     const gone = new Promise((resolve) => child.once("exit", resolve));
     child.kill("SIGTERM");
-    const timer = setTimeout(() => child.kill("SIGKILL"), 15_000);
+    const timer = setTimeout(() => child.kill("SIGKILL"), drainTimeoutMs);
     await gone;
     clearTimeout(timer);
   };
-  const serviceNamed = (name: string) => {
-    const service = services.find((s) => s.name === name);
-    if (!service) throw new MeshError(`no service named ${name}`);
-    return service;
+  const entryNamed = (name: string) => {
+    const entry = supervised.get(name);
+    if (!entry) throw new MeshError(`no service named ${name}`);
+    return entry;
   };
+  // Gateway first: it stops taking requests while its callees can still answer the ones in flight.
   const stop = async () => {
-    for (const service of [...services].reverse()) await stopOne(service.name);
+    for (const service of [...services].reverse()) await stopOne(entryNamed(service.name));
   };
 
   try {
     for (const service of services) {
       if (options.signal?.aborted) throw new MeshError("start-up interrupted");
-      await launch(service);
+      await launch(entryNamed(service.name));
     }
   } catch (error) {
     await stop();
@@ -208,21 +295,18 @@ export async function startMesh(options: MeshOptions): Promise<Mesh> {
 
   return {
     gatewayUrl: `http://${options.host.includes(":") ? `[${options.host}]` : options.host}:${options.port}`,
-    urls: Object.fromEntries(services.map((s) => [s.name, `http://127.0.0.1:${ports[s.name]}`])),
+    urls: Object.fromEntries([...supervised].map(([name, { port }]) => [name, `http://127.0.0.1:${port}`])),
     get pids() {
-      return Object.fromEntries([...children].map(([name, child]) => [name, child.pid ?? 0]));
+      return Object.fromEntries([...supervised].map(([name, { child }]) => [name, child?.pid ?? 0]));
     },
     recentOutput: () => [...lines],
-    exited,
     stop,
-    async stopService(name) {
-      serviceNamed(name);
-      await stopOne(name);
-    },
+    stopService: (name) => stopOne(entryNamed(name)),
     async startService(name) {
-      const service = serviceNamed(name);
-      stopping.delete(name);
-      await launch(service);
+      const entry = entryNamed(name);
+      entry.held = false;
+      entry.crashesInARow = 0;
+      await launch(entry);
     },
   };
 }
