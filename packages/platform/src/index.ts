@@ -4,6 +4,7 @@ export * from "./db.js";
 export * from "./errors.js";
 export * from "./events.js";
 export * from "./follow-while-connected.js";
+export * from "./http-drain.js";
 export * from "./ids.js";
 export * from "./job-worker.js";
 export * from "./logger.js";

@@ -1,4 +1,11 @@
-import { connectNats, createLogger, createRpcTransport, exitOnUnhandledFailure, onShutdown } from "@affiliate/platform";
+import {
+  connectNats,
+  createLogger,
+  createRpcTransport,
+  exitOnUnhandledFailure,
+  gracefulHttpClose,
+  onShutdown,
+} from "@affiliate/platform";
 import { LedgerService } from "@affiliate/proto/ledger";
 import { NotifierService } from "@affiliate/proto/notifier";
 import { PartnersService } from "@affiliate/proto/partners";
@@ -37,9 +44,12 @@ const ready = gatewayReadiness({
   notifier: notifierTransport,
 });
 const app = buildServer({ partners, ledger, payouts, notifier, ready, logger, config, keyCache });
+const closeConnections = gracefulHttpClose(app.server);
 await app.listen({ port: config.PORT, host: config.HOST });
 
 onShutdown(logger, [
-  ["stop accepting requests and finish in-flight ones", () => app.close()],
+  // Keep-alive clients are told `Connection: close` on a response, never reset; then Fastify's own hooks.
+  ["stop accepting requests and finish in-flight ones", closeConnections],
+  ["close the app", () => app.close()],
   ["stop following key rotations", () => evictions.stop()],
 ]);
