@@ -1,9 +1,6 @@
-import { spawn } from "node:child_process";
-import { join } from "node:path";
 import { createTestDatabase, createTestNamespace, type TestDatabase, type TestNamespace } from "@affiliate/testing";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type Mesh, startMesh } from "../src/mesh.js";
-import { repositoryRoot } from "../src/services.js";
 import { eventually, freePort, runTool } from "./helpers.js";
 
 /**
@@ -207,93 +204,5 @@ describe("when partners is down", () => {
     await eventually(async () =>
       expect((await api("GET", "/api/v1/program", { key: fresh.secret_key })).status).toBe(200),
     );
-  });
-});
-
-describe("npm start's launcher", () => {
-  it("fails within seconds with one line naming an unreachable Postgres", async () => {
-    const url = `postgres://postgres@127.0.0.1:${await freePort()}/postgres`;
-    const result = await runTool("mesh", [], { DATABASE_URL: url, PORT: String(await freePort()) });
-    expect(result.code).toBe(1);
-    const lines = result.stderr.trim().split("\n");
-    expect(lines).toHaveLength(1);
-    expect(lines[0]).toMatch(new RegExp(`^cannot reach Postgres at ${url.replaceAll(".", "\\.")} .*pg_ctlcluster`));
-  });
-
-  it("refuses to start a service on a port something else holds, in one line", async () => {
-    const holder = (await import("node:net")).createServer();
-    const taken = await freePort();
-    await new Promise<void>((resolve) => holder.listen(taken, "127.0.0.1", resolve));
-    try {
-      const result = await runTool("mesh", [], {
-        DATABASE_URL: database.url,
-        EVENTS_NAMESPACE: namespace.namespace,
-        PORT: String(await freePort()),
-        PARTNERS_RPC_PORT: String(taken),
-      });
-      expect(result.code).toBe(1);
-      expect(result.stderr.trim().split("\n").at(-1)).toBe(
-        `port ${taken} for partners is already in use (another mesh?); stop it or set PARTNERS_RPC_PORT`,
-      );
-    } finally {
-      holder.close();
-    }
-  });
-
-  it("fails with one line naming an unreachable NATS", async () => {
-    const url = `nats://127.0.0.1:${await freePort()}`;
-    const result = await runTool("mesh", [], {
-      DATABASE_URL: database.url,
-      NATS_URL: url,
-      PORT: String(await freePort()),
-    });
-    expect(result.code).toBe(1);
-    const lines = result.stderr.trim().split("\n");
-    expect(lines).toHaveLength(1);
-    expect(lines[0]).toMatch(/^cannot reach NATS at nats:\/\/127\.0\.0\.1:\d+ .*nats-server/);
-  });
-
-  it("starts every service, serves, and stops them all on SIGINT", async () => {
-    const [port, partnersPort, ledgerPort] = [await freePort(), await freePort(), await freePort()];
-    const child = spawn(process.execPath, [join(repositoryRoot, "tools", "mesh", "dist", "main.js")], {
-      env: {
-        ...process.env,
-        DATABASE_URL: database.url,
-        PORT: String(port),
-        PARTNERS_RPC_PORT: String(partnersPort),
-        LEDGER_RPC_PORT: String(ledgerPort),
-        PAYOUTS_RPC_PORT: String(await freePort()),
-        EVENTS_NAMESPACE: namespace.namespace,
-        LOG_LEVEL: "warn",
-      },
-      stdio: ["ignore", "ignore", "pipe"],
-      // Its own process group: whatever happens, `finally` can stop the launcher and every service.
-      detached: true,
-    });
-    let stderr = "";
-    child.stderr.on("data", (chunk) => {
-      stderr += chunk;
-    });
-    try {
-      await eventually(async () => {
-        const res = await fetch(`http://127.0.0.1:${port}/readyz`);
-        expect(res.status).toBe(200);
-      }, 60_000);
-      const exited = new Promise<number | null>((resolve) => child.on("exit", resolve));
-      child.kill("SIGINT");
-      expect(await exited).toBe(0);
-      await expect(fetch(`http://127.0.0.1:${port}/healthz`)).rejects.toThrow();
-      const partnersAfter = await runTool("admin", ["products", "list"], {
-        PARTNERS_URL: `http://127.0.0.1:${partnersPort}`,
-      });
-      expect(partnersAfter.stderr).toContain("cannot reach the partners service");
-      expect(stderr).toContain("mesh ready");
-    } finally {
-      try {
-        process.kill(-(child.pid ?? 0), "SIGKILL");
-      } catch {
-        // Already gone, as it should be.
-      }
-    }
   });
 });
