@@ -28,8 +28,18 @@ export function runTool(
   env: NodeJS.ProcessEnv,
   timeoutMs = 30_000,
 ): Promise<CommandResult> {
+  return run(process.execPath, [join(repositoryRoot, "tools", tool, "dist", "main.js"), ...args], env, timeoutMs);
+}
+
+/** Runs a bash script at the repository root, stopping at the first failing command. */
+export function runScript(script: string, env: NodeJS.ProcessEnv, timeoutMs = 120_000): Promise<CommandResult> {
+  return run("bash", ["-euo", "pipefail", "-c", script], env, timeoutMs);
+}
+
+function run(command: string, args: string[], env: NodeJS.ProcessEnv, timeoutMs: number): Promise<CommandResult> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [join(repositoryRoot, "tools", tool, "dist", "main.js"), ...args], {
+    const child = spawn(command, args, {
+      cwd: repositoryRoot,
       env: { ...process.env, ...env },
       stdio: ["ignore", "pipe", "pipe"],
     });

@@ -1,7 +1,10 @@
+import { readFile } from "node:fs/promises";
+import { join } from "node:path";
 import { createTestDatabase, createTestNamespace, type TestDatabase, type TestNamespace } from "@affiliate/testing";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type Mesh, startMesh } from "../src/mesh.js";
-import { eventually, freePort, runTool } from "./helpers.js";
+import { repositoryRoot } from "../src/services.js";
+import { eventually, freePort, runScript, runTool } from "./helpers.js";
 
 /**
  * The mesh started as `npm start` starts it (separate processes, real Postgres and NATS), spoken
@@ -93,6 +96,30 @@ describe("operator CLI", () => {
   });
 });
 
+describe("operator CLI: where it looks, and its help", () => {
+  it("finds partners through PARTNERS_RPC_PORT, as npm start places it; PARTNERS_URL wins", async () => {
+    const port = new URL(mesh.urls.partners ?? "").port;
+    const listed = await runTool("admin", ["products", "list"], { PARTNERS_URL: "", PARTNERS_RPC_PORT: port });
+    expect(listed).toMatchObject({ code: 0, stderr: "" });
+    expect(JSON.parse(listed.stdout)).toEqual({ products: expect.any(Array) });
+    const elsewhere = `http://127.0.0.1:${await freePort()}`;
+    const overridden = await runTool("admin", ["products", "list"], {
+      PARTNERS_URL: elsewhere,
+      PARTNERS_RPC_PORT: port,
+    });
+    expect(overridden.code).toBe(1);
+    expect(overridden.stderr).toContain(`cannot reach the partners service at ${elsewhere}`);
+  });
+
+  it("prints its usage on stdout and exits 0 for --help, -h and a command's --help", async () => {
+    for (const args of [["--help"], ["-h"], ["products", "--help"], ["keys", "rotate", "-h"]]) {
+      const result = await runTool("admin", args, cliEnv);
+      expect(result).toMatchObject({ code: 0, stderr: "" });
+      expect(result.stdout).toMatch(/^usage:\n {2}admin products create --name <name>\n[\s\S]*PARTNERS_RPC_PORT/);
+    }
+  });
+});
+
 describe("keys through the gateway", () => {
   it("a rotated key gets 401 from the gateway that had it cached", async () => {
     const product = await createProduct("Rotation");
@@ -116,16 +143,16 @@ describe("keys through the gateway", () => {
   });
 });
 
-describe("the README walk-through", () => {
+describe("affiliates through the gateway", () => {
   it("creates a product, registers affiliates and lists them", async () => {
     const { secret_key: key } = await createProduct("Walkthrough");
     const program = await api("PATCH", "/api/v1/program", { key, body: { commission_rate_bps: 2500, hold_days: 14 } });
     expect(program).toMatchObject({ status: 200, json: { data: { commission_rate_bps: 2500, hold_days: 14 } } });
 
-    const one = await api("POST", "/api/v1/affiliates", { key, body: { email: "ada@example.com", name: "Ada" } });
+    const one = await api("POST", "/api/v1/affiliates", { key, body: { email: "hedy@example.com", name: "Hedy" } });
     expect(one.status).toBe(201);
     expect(one.json).toMatchObject({
-      affiliate: { email: "ada@example.com", name: "Ada", isNew: true },
+      affiliate: { email: "hedy@example.com", name: "Hedy", isNew: true },
       partnership: { status: "active" },
     });
     const bulk = await api("POST", "/api/v1/affiliates/bulk", {
@@ -133,8 +160,8 @@ describe("the README walk-through", () => {
       body: {
         notify: false,
         affiliates: [
-          { email: "grace@example.com", sponsorReferralCode: one.json.partnership.referralCode },
-          { email: "ada@example.com" },
+          { email: "joan@example.com", sponsorReferralCode: one.json.partnership.referralCode },
+          { email: "hedy@example.com" },
           { email: "not-an-email" },
         ],
       },
@@ -144,7 +171,7 @@ describe("the README walk-through", () => {
     const list = await api("GET", "/api/v1/affiliates?limit=1", { key });
     expect(list.status).toBe(200);
     expect(list.json.pagination).toEqual({ next_cursor: expect.any(String), has_more: true });
-    expect(list.json.data[0].affiliate.email).toBe("grace@example.com");
+    expect(list.json.data[0].affiliate.email).toBe("joan@example.com");
     const next = await api(
       "GET",
       `/api/v1/affiliates?limit=1&cursor=${encodeURIComponent(list.json.pagination.next_cursor)}`,
@@ -153,7 +180,7 @@ describe("the README walk-through", () => {
       },
     );
     expect(next.json).toMatchObject({
-      data: [{ affiliate: { email: "ada@example.com" } }],
+      data: [{ affiliate: { email: "hedy@example.com" } }],
       pagination: { has_more: false, next_cursor: null },
     });
 
@@ -165,7 +192,7 @@ describe("the README walk-through", () => {
     });
     const removed = await api("DELETE", `/api/v1/affiliates/${one.json.partnership.id}`, { key });
     expect(removed.json.data.status).toBe("removed");
-    const again = await api("POST", "/api/v1/affiliates", { key, body: { email: "ADA@example.com " } });
+    const again = await api("POST", "/api/v1/affiliates", { key, body: { email: "HEDY@example.com " } });
     expect(again).toMatchObject({
       status: 200,
       json: { affiliate: { isNew: false }, partnership: { status: "active" } },
@@ -204,5 +231,28 @@ describe("when partners is down", () => {
     await eventually(async () =>
       expect((await api("GET", "/api/v1/program", { key: fresh.secret_key })).status).toBe(200),
     );
+  });
+});
+
+describe("the README walk-through", () => {
+  it("runs the README's shell block as written, and its last steps pay out", async () => {
+    const readme = await readFile(join(repositoryRoot, "README.md"), "utf8");
+    const block = /^## Walk-through\n[\s\S]*?^```sh\n([\s\S]*?)^```$/m.exec(readme)?.[1] ?? "";
+    expect(block).toContain("payouts/generate");
+    const result = await runScript(block, { API: mesh.gatewayUrl, PARTNERS_URL: mesh.urls.partners });
+    expect(result.code, result.stderr).toBe(0);
+    // Every answer the block prints is one JSON line.
+    const answers = result.stdout
+      .trim()
+      .split("\n")
+      .map((line) => JSON.parse(line));
+    const generated = answers.find((answer) => Array.isArray(answer.data) && answer.data[0]?.id?.startsWith("po_"));
+    // The 2500 commission, less the refund of a quarter of the payment.
+    expect(generated?.data).toEqual([
+      expect.objectContaining({ status: "pending", amount_cents: 1875, adjustment_cents: 0, commission_count: 1 }),
+    ]);
+    expect(answers.at(-1)).toMatchObject({
+      data: { id: generated.data[0].id, status: "completed", amount_cents: 1875, gateway_transfer_id: "tr_123" },
+    });
   });
 });
