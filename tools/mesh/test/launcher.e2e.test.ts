@@ -152,23 +152,27 @@ describe("npm start's launcher", () => {
     { how: "Ctrl-C (SIGINT to the process group)", group: true, signal: "SIGINT" as const },
     { how: "SIGTERM to the npm start process alone", group: false, signal: "SIGTERM" as const },
     { how: "SIGINT to the npm start process alone", group: false, signal: "SIGINT" as const },
-  ])("$how drains every service exactly once and stops them all", async ({ group, signal }) => {
-    const started = await npmStart();
-    try {
-      process.kill(group ? -started.pid : started.pid, signal);
-      await started.exited;
-      expect(started.stderr()).toContain(`${signal}: stopping the mesh`);
-      expect(started.stderr()).toContain("mesh stopped");
-      const logs = started.serviceLogs();
-      for (const { name } of services) {
-        const own = logs.filter((line) => line.name === name);
-        expect(own.filter((line) => line.msg === "shutting down").map((line) => line.signal)).toEqual(["SIGTERM"]);
-        expect(own.filter((line) => line.msg === "stopped")).toHaveLength(1);
+  ])(
+    "$how drains every service exactly once and stops them all",
+    { timeout: 180_000 }, // npm start builds first: a cold turbo cache on two busy cores takes a while
+    async ({ group, signal }) => {
+      const started = await npmStart();
+      try {
+        process.kill(group ? -started.pid : started.pid, signal);
+        await started.exited;
+        expect(started.stderr()).toContain(`${signal}: stopping the mesh`);
+        expect(started.stderr()).toContain("mesh stopped");
+        const logs = started.serviceLogs();
+        for (const { name } of services) {
+          const own = logs.filter((line) => line.name === name);
+          expect(own.filter((line) => line.msg === "shutting down").map((line) => line.signal)).toEqual(["SIGTERM"]);
+          expect(own.filter((line) => line.msg === "stopped")).toHaveLength(1);
+        }
+        expect(logs.filter((line) => line.msg?.includes("second signal"))).toEqual([]);
+        for (const port of started.ports) expect(await refuses(port)).toBe(true);
+      } finally {
+        started.kill();
       }
-      expect(logs.filter((line) => line.msg?.includes("second signal"))).toEqual([]);
-      for (const port of started.ports) expect(await refuses(port)).toBe(true);
-    } finally {
-      started.kill();
-    }
-  });
+    },
+  );
 });
