@@ -53,7 +53,7 @@ export class MeshError extends Error {}
  * keeps serving meanwhile, and a service that comes back (say, once Postgres is up again) needs
  * no one to restart the mesh.
  */
-export const restartBackoff = { firstDelayMs: 1000, maxDelayMs: 30_000 };
+const restartBackoff = { firstDelayMs: 1000, maxDelayMs: 30_000 };
 /** A service that stayed up this long before it died starts its count of crashes in a row afresh. */
 const stableAfterMs = 60_000;
 /** From this many crashes in a row on, each restart line says the service keeps dying. */
@@ -66,6 +66,7 @@ const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 function probe(protocol: ServiceDefinition["protocol"], port: number): Promise<boolean> {
   return new Promise((resolve) => {
     if (protocol === "http") {
+      // No keep-alive agent: an idle probe connection would only make the gateway's drain wait for it.
       const req = http.get({ host: "127.0.0.1", port, path: "/readyz", timeout: 1000, agent: false }, (res) => {
         res.resume();
         resolve(res.statusCode === 200);
@@ -304,6 +305,8 @@ export async function startMesh(options: MeshOptions): Promise<Mesh> {
     stopService: (name) => stopOne(entryNamed(name)),
     async startService(name) {
       const entry = entryNamed(name);
+      clearTimeout(entry.restartTimer);
+      entry.restartTimer = undefined;
       entry.held = false;
       entry.crashesInARow = 0;
       await launch(entry);
