@@ -42,15 +42,7 @@ export const services: ServiceDefinition[] = [
   rpcService("partners", 7101),
   rpcService("ledger", 7102),
   rpcService("payouts", 7103),
-  {
-    name: "notifier",
-    directory: "services/notifier",
-    migrates: true,
-    protocol: "rpc",
-    defaultPort: 7105,
-    listenEnv: (port, host) => ({ RPC_PORT: String(port), RPC_HOST: host }),
-    addressEnv: (port) => ({ NOTIFIER_URL: `http://127.0.0.1:${port}` }),
-  },
+  rpcService("notifier", 7105),
   {
     name: "gateway",
     directory: "services/gateway",

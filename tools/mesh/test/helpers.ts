@@ -1,7 +1,7 @@
 import { spawn } from "node:child_process";
 import { createServer } from "node:net";
 import { join } from "node:path";
-import { repositoryRoot } from "../src/services.js";
+import { repositoryRoot, services } from "../src/services.js";
 
 /** A port that was free a moment ago. */
 export async function freePort(): Promise<number> {
@@ -13,6 +13,13 @@ export async function freePort(): Promise<number> {
       server.close(() => resolve(typeof address === "object" && address ? address.port : 0));
     });
   });
+}
+
+/** A free port for every internal service, so that runs side by side never meet on a default port. */
+export async function freeServicePorts(): Promise<Record<string, number>> {
+  const ports: Record<string, number> = {};
+  for (const service of services.filter((s) => s.protocol === "rpc")) ports[service.name] = await freePort();
+  return ports;
 }
 
 export interface CommandResult {
