@@ -1,7 +1,20 @@
 import { uuidv7 } from "uuidv7";
 
 /** Type prefixes of public ids (contract section 11). */
-export type IdPrefix = "prd" | "aff" | "ptn" | "com" | "po" | "evt" | "wh" | "adj" | "key" | "rfd" | "dlv" | "eml";
+export type IdPrefix =
+  | "prd"
+  | "aff"
+  | "ptn"
+  | "com"
+  | "po"
+  | "evt"
+  | "wh"
+  | "adj"
+  | "key"
+  | "rfd"
+  | "dlv"
+  | "eml"
+  | "ers";
 
 /**
  * A new opaque id: the type prefix and a UUIDv7 without dashes. UUIDv7 starts with the creation

@@ -18,6 +18,7 @@ import {
   RegistrationOutcome,
 } from "@affiliate/proto/partners";
 import { type Payout, PayoutStatus } from "@affiliate/proto/payouts";
+import { type Erasure, ErasureStatus } from "@affiliate/proto/privacy";
 import { timestampDate, timestampFromDate } from "@bufbuild/protobuf/wkt";
 import type { PartnershipFigures, PartnershipStats } from "./figures.js";
 import type {
@@ -29,6 +30,7 @@ import type {
 } from "./schemas/affiliates.js";
 import type { PublicCommission, PublicCommissionStatus } from "./schemas/commissions.js";
 import type { PublicPartnershipStatus } from "./schemas/common.js";
+import type { PublicErasure, PublicErasureAnswer } from "./schemas/customers.js";
 import type { PublicPayout, PublicPayoutStatus } from "./schemas/payouts.js";
 import type { PublicProgram } from "./schemas/program.js";
 import type { PublicRefundResult } from "./schemas/refunds.js";
@@ -377,5 +379,41 @@ export function toPublicPayout(
     approved_at: time(payout.approvedAt),
     paid_at: time(payout.paidAt),
     gateway_transfer_id: payout.gatewayTransferId || null,
+  };
+}
+
+const erasureStatusNames: Partial<Record<ErasureStatus, PublicErasure["status"]>> = {
+  [ErasureStatus.RUNNING]: "running",
+  [ErasureStatus.COMPLETED]: "completed",
+};
+
+/** An erasure receipt in contract 9a's shape. */
+export function toPublicErasure(erasure: Erasure): PublicErasure {
+  const time = (value: Parameters<typeof timestampDate>[0] | undefined) =>
+    value === undefined ? null : timestampDate(value).toISOString();
+  return {
+    id: erasure.id,
+    status: required(erasureStatusNames[erasure.status], `erasure ${erasure.id} status`, "privacy"),
+    requested_at: timestampDate(required(erasure.requestedAt, "erasure.requested_at", "privacy")).toISOString(),
+    completed_at: time(erasure.completedAt),
+    stores: erasure.stores.map(({ store, records }) => ({ store, records: Number(records) })),
+    verified_at: time(erasure.verifiedAt),
+  };
+}
+
+/**
+ * Spec 4.11's answer from a completed erasure's receipt: the stores it names, summed over the
+ * owners that have them (0 for an owner not deployed, e.g. no notifier means no deliveries).
+ */
+export function toPublicErasureAnswer(erasure: Erasure): PublicErasureAnswer {
+  const records = (store: string) =>
+    erasure.stores.filter((count) => count.store === store).reduce((sum, count) => sum + Number(count.records), 0);
+  return {
+    anonymized: {
+      tracking_events: records("tracking_events"),
+      webhook_deliveries: records("webhook_deliveries"),
+      affiliate_profiles_scrubbed: records("affiliate_profiles"),
+    },
+    erasure_id: erasure.id,
   };
 }

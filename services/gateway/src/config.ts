@@ -11,6 +11,7 @@ export const gatewayConfigShape = {
   LEDGER_URL: z.url().default("http://127.0.0.1:7102"),
   PAYOUTS_URL: z.url().default("http://127.0.0.1:7103"),
   NOTIFIER_URL: z.url().default("http://127.0.0.1:7105"),
+  PRIVACY_URL: z.url().default("http://127.0.0.1:7104"),
   /** Requests per minute per API key (or per IP when no key is sent) on /api/v1. */
   RATE_LIMIT_PER_MINUTE: perMinute(6000),
   /** Requests per minute per key (or per IP when no key is sent) on the tracking endpoint, POST /events. */

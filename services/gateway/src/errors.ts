@@ -75,7 +75,14 @@ export function httpErrorOfConnect(error: ConnectError): HttpError | undefined {
   const status = httpStatusOfCode[error.code];
   if (status === undefined) return undefined;
   if (status === 503) {
-    return new HttpError(503, { error: unavailableMessage }, { "retry-after": String(unavailableRetryAfterSeconds) });
+    const retryAfter = { "retry-after": String(unavailableRetryAfterSeconds) };
+    // A service that took the work and finishes it in the background (an erasure past its
+    // deadline) says so with an ErrorInfo; a transport failure never carries one.
+    const accepted = error.code === Code.Unavailable ? errorInfoOf(error) : undefined;
+    if (accepted && Object.keys(accepted.details).length > 0) {
+      return new HttpError(503, { error: error.rawMessage, details: accepted.details }, retryAfter);
+    }
+    return new HttpError(503, { error: unavailableMessage }, retryAfter);
   }
   if (error.code === Code.Unauthenticated) return new HttpError(401, { error: "Invalid or revoked API key" });
   if (error.code === Code.InvalidArgument) {

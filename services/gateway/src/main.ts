@@ -10,6 +10,7 @@ import { LedgerService } from "@affiliate/proto/ledger";
 import { NotifierService } from "@affiliate/proto/notifier";
 import { PartnersService } from "@affiliate/proto/partners";
 import { PayoutsService } from "@affiliate/proto/payouts";
+import { PrivacyService } from "@affiliate/proto/privacy";
 import { createClient } from "@connectrpc/connect";
 import { authenticateWith, KeyCache } from "./auth/key-cache.js";
 import { startKeyEvictions } from "./auth/key-evictions.js";
@@ -25,10 +26,12 @@ const partnersTransport = createRpcTransport(config.PARTNERS_URL);
 const ledgerTransport = createRpcTransport(config.LEDGER_URL);
 const payoutsTransport = createRpcTransport(config.PAYOUTS_URL);
 const notifierTransport = createRpcTransport(config.NOTIFIER_URL);
+const privacyTransport = createRpcTransport(config.PRIVACY_URL);
 const partners = createClient(PartnersService, partnersTransport);
 const ledger = createClient(LedgerService, ledgerTransport);
 const payouts = createClient(PayoutsService, payoutsTransport);
 const notifier = createClient(NotifierService, notifierTransport);
+const privacy = createClient(PrivacyService, privacyTransport);
 const keyCache = new KeyCache({ resolve: authenticateWith(partners), ttlMs: config.KEY_CACHE_TTL_MS });
 const evictions = startKeyEvictions({
   connect: () => connectNats(config.NATS_URL, "gateway"),
@@ -42,8 +45,9 @@ const ready = gatewayReadiness({
   ledger: ledgerTransport,
   payouts: payoutsTransport,
   notifier: notifierTransport,
+  privacy: privacyTransport,
 });
-const app = buildServer({ partners, ledger, payouts, notifier, ready, logger, config, keyCache });
+const app = buildServer({ partners, ledger, payouts, notifier, privacy, ready, logger, config, keyCache });
 const closeConnections = gracefulHttpClose(app.server);
 await app.listen({ port: config.PORT, host: config.HOST });
 

@@ -5,6 +5,7 @@ import { opsPaths } from "./routes/ops.js";
 import { trackingPaths } from "./routes/tracking.js";
 import { affiliatesPaths } from "./routes/v1/affiliates.js";
 import { commissionsPaths } from "./routes/v1/commissions.js";
+import { customersPaths } from "./routes/v1/customers.js";
 import { payoutsPaths } from "./routes/v1/payouts.js";
 import { programPaths } from "./routes/v1/program.js";
 import { refundsPaths } from "./routes/v1/refunds.js";
@@ -45,6 +46,7 @@ export function openApiDocument(): OpenApiDocument {
       { name: "Stats", description: "The program's KPIs and daily series" },
       { name: "Program", description: "The program's settings" },
       { name: "Webhooks", description: "Signed event notifications to the merchant's endpoints" },
+      { name: "Customers", description: "Erasure of an end-customer's personal data, and its receipts" },
       { name: "Operations", description: "Probes and documentation; no key needed" },
     ],
     components: {
@@ -69,6 +71,7 @@ export function openApiDocument(): OpenApiDocument {
       ...statsPaths,
       ...programPaths,
       ...webhooksPaths,
+      ...customersPaths,
       ...opsPaths,
     },
     // Every event a webhook endpoint can receive, with its body: `data` is the resource in the

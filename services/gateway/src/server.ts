@@ -5,6 +5,7 @@ import type { LedgerService } from "@affiliate/proto/ledger";
 import type { NotifierService } from "@affiliate/proto/notifier";
 import type { PartnersService } from "@affiliate/proto/partners";
 import type { PayoutsService } from "@affiliate/proto/payouts";
+import type { PrivacyService } from "@affiliate/proto/privacy";
 import type { Client } from "@connectrpc/connect";
 import rateLimit from "@fastify/rate-limit";
 import { trace } from "@opentelemetry/api";
@@ -19,6 +20,7 @@ import { opsRoutes, type ReadinessCheck } from "./routes/ops.js";
 import { trackingRoutes } from "./routes/tracking.js";
 import { affiliatesRoutes } from "./routes/v1/affiliates.js";
 import { commissionsRoutes } from "./routes/v1/commissions.js";
+import { customersRoutes } from "./routes/v1/customers.js";
 import { payoutsRoutes } from "./routes/v1/payouts.js";
 import { programRoutes } from "./routes/v1/program.js";
 import { refundsRoutes } from "./routes/v1/refunds.js";
@@ -31,6 +33,7 @@ export interface GatewayDeps {
   ledger: Client<typeof LedgerService>;
   payouts: Client<typeof PayoutsService>;
   notifier: Client<typeof NotifierService>;
+  privacy: Client<typeof PrivacyService>;
   /** Which services the gateway calls are not ready (GET /readyz). */
   ready: ReadinessCheck;
   logger: Logger;
@@ -114,7 +117,7 @@ export function buildServer(deps: GatewayDeps): FastifyInstance {
 
   app.register(opsRoutes, { ready: deps.ready, document: openApiDocument() });
 
-  const { partners, ledger, payouts } = deps;
+  const { partners, ledger, payouts, privacy } = deps;
   const directory = partnersDirectory(partners, { activeCountTtlMs: deps.config.ACTIVE_AFFILIATES_CACHE_MS });
   const stats = deps.stats ?? ledgerStats(ledger);
 
@@ -135,6 +138,7 @@ export function buildServer(deps: GatewayDeps): FastifyInstance {
       await v1.register(programRoutes, { partners });
       await v1.register(statsRoutes, { ledger, directory });
       await v1.register(webhooksRoutes, { notifier: deps.notifier });
+      await v1.register(customersRoutes, { privacy });
     },
     { prefix: "/api/v1" },
   );

@@ -35,12 +35,17 @@ describe("probes", () => {
     expect(response.headers["retry-after"]).toBe("1");
   });
 
-  it("is ready only when partners, the ledger, payouts AND the notifier answer SERVING", async () => {
+  it("is ready only when partners, the ledger, payouts, the notifier AND privacy answer SERVING", async () => {
     const serving = healthTransport(() => HealthCheckResponse_ServingStatus.SERVING);
     const notServing = healthTransport(() => HealthCheckResponse_ServingStatus.NOT_SERVING);
     const down = healthTransport(() => Promise.reject(new ConnectError("down", Code.Unavailable)));
-    const readiness = (partners: Transport, ledger: Transport, payouts: Transport, notifier = serving) =>
-      gatewayReadiness({ partners, ledger, payouts, notifier })();
+    const readiness = (
+      partners: Transport,
+      ledger: Transport,
+      payouts: Transport,
+      notifier = serving,
+      privacy = serving,
+    ) => gatewayReadiness({ partners, ledger, payouts, notifier, privacy })();
     expect(await readiness(serving, serving, serving)).toEqual([]);
     expect(await readiness(serving, notServing, serving)).toEqual(["ledger"]);
     expect(await readiness(down, serving, serving)).toEqual(["partners"]);
@@ -48,16 +53,29 @@ describe("probes", () => {
     expect(await readiness(serving, serving, down)).toEqual(["payouts"]);
     expect(await readiness(notServing, down, down)).toEqual(["partners", "ledger", "payouts"]);
     expect(await readiness(serving, serving, serving, down)).toEqual(["notifier"]);
+    expect(await readiness(serving, serving, serving, serving, down)).toEqual(["privacy"]);
 
     const { call } = createGateway({
-      ready: gatewayReadiness({ partners: serving, ledger: down, payouts: serving, notifier: serving }),
+      ready: gatewayReadiness({
+        partners: serving,
+        ledger: down,
+        payouts: serving,
+        notifier: serving,
+        privacy: serving,
+      }),
     });
     const response = await call("GET", "/readyz", { key: null });
     expect(response.statusCode).toBe(503);
     expect(response.json()).toEqual({ error: "Not ready: ledger" });
 
     const withoutPayouts = createGateway({
-      ready: gatewayReadiness({ partners: serving, ledger: serving, payouts: down, notifier: serving }),
+      ready: gatewayReadiness({
+        partners: serving,
+        ledger: serving,
+        payouts: down,
+        notifier: serving,
+        privacy: serving,
+      }),
     });
     const payoutsDown = await withoutPayouts.call("GET", "/readyz", { key: null });
     expect(payoutsDown.statusCode).toBe(503);

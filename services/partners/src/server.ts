@@ -1,8 +1,10 @@
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
-import type { PageTokens, Sql } from "@affiliate/platform";
+import { erasureOwnerService, type PageTokens, type Sql } from "@affiliate/platform";
+import { ErasureOwnerService } from "@affiliate/proto/erasure";
 import { PartnersAdminService, PartnersService } from "@affiliate/proto/partners";
 import type { ConnectRouter } from "@connectrpc/connect";
+import { partnersErasureOwner } from "./domain/scrub-profile.js";
 import { createAdminService } from "./rpc/admin-service.js";
 import { createPartnersService } from "./rpc/partners-service.js";
 
@@ -10,10 +12,14 @@ import { createPartnersService } from "./rpc/partners-service.js";
 export const schema = "partners";
 export const migrationsDirectory = join(dirname(fileURLToPath(import.meta.url)), "..", "migrations");
 
-/** Registers the service's RPCs on a router; used by main.ts and by tests' in-memory transports. */
+/**
+ * Registers the service's RPCs on a router (its own, and the erasure-owner contract the privacy
+ * service calls for ScrubProfile); used by main.ts and by tests' in-memory transports.
+ */
 export function routes(deps: { sql: Sql; pageTokens: PageTokens }) {
   return (router: ConnectRouter) => {
     router.service(PartnersService, createPartnersService(deps));
     router.service(PartnersAdminService, createAdminService(deps));
+    router.service(ErasureOwnerService, erasureOwnerService(deps.sql, partnersErasureOwner(deps.sql)));
   };
 }

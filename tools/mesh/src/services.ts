@@ -44,6 +44,15 @@ export const services: ServiceDefinition[] = [
   rpcService("payouts", 7103),
   rpcService("notifier", 7105),
   {
+    name: "privacy",
+    directory: "services/privacy",
+    migrates: true,
+    protocol: "rpc",
+    defaultPort: 7104,
+    listenEnv: (port, host) => ({ RPC_PORT: String(port), RPC_HOST: host }),
+    addressEnv: (port) => ({ PRIVACY_URL: `http://127.0.0.1:${port}` }),
+  },
+  {
     name: "gateway",
     directory: "services/gateway",
     migrates: false,

@@ -40,9 +40,9 @@ export function readinessOf(checks: Record<string, ServiceCheck>): ReadinessChec
   };
 }
 
-/** The gateway's readiness: partners, the ledger, payouts AND the notifier answer SERVING. */
+/** The gateway's readiness: partners, the ledger, payouts, the notifier AND privacy answer SERVING. */
 export function gatewayReadiness(
-  transports: { partners: Transport; ledger: Transport; payouts: Transport; notifier: Transport },
+  transports: { partners: Transport; ledger: Transport; payouts: Transport; notifier: Transport; privacy: Transport },
   timeoutMs = 1000,
 ) {
   return readinessOf({
@@ -50,6 +50,7 @@ export function gatewayReadiness(
     ledger: serviceHealth(transports.ledger, timeoutMs),
     payouts: serviceHealth(transports.payouts, timeoutMs),
     notifier: serviceHealth(transports.notifier, timeoutMs),
+    privacy: serviceHealth(transports.privacy, timeoutMs),
   });
 }
 

@@ -4,6 +4,7 @@ import { LedgerService } from "@affiliate/proto/ledger";
 import { NotifierService } from "@affiliate/proto/notifier";
 import { PartnersService } from "@affiliate/proto/partners";
 import { PayoutsService } from "@affiliate/proto/payouts";
+import { PrivacyService } from "@affiliate/proto/privacy";
 import { type Client, createClient, createRouterTransport, type Transport } from "@connectrpc/connect";
 import type { FastifyInstance, LightMyRequestResponse } from "fastify";
 import { pino } from "pino";
@@ -16,6 +17,7 @@ import type { PartnershipStatsSource } from "../../src/stats-source.js";
 import { FakeLedger } from "./fake-ledger.js";
 import { FakePartners, type FakeProduct } from "./fake-partners.js";
 import { FakePayouts } from "./fake-payouts.js";
+import { FakePrivacy } from "./fake-privacy.js";
 
 export interface GatewayOptions {
   /** Where partners RPCs go; the fake partners' in-memory transport unless given. */
@@ -25,6 +27,8 @@ export interface GatewayOptions {
   /** Where payouts RPCs go; the fake payouts service's in-memory transport unless given. */
   payoutsTransport?: Transport;
   notifierTransport?: Transport;
+  /** Where privacy RPCs go; the fake privacy service's in-memory transport unless given. */
+  privacyTransport?: Transport;
   rateLimitPerMinute?: number;
   trackingRateLimitPerMinute?: number;
   stats?: PartnershipStatsSource;
@@ -39,6 +43,7 @@ export interface TestGateway {
   fake: FakePartners;
   ledger: FakeLedger;
   payouts: FakePayouts;
+  privacy: FakePrivacy;
   partners: Client<typeof PartnersService>;
   keyCache: KeyCache;
   product: FakeProduct;
@@ -55,6 +60,7 @@ export function createGateway(options: GatewayOptions = {}): TestGateway {
   const product = fake.addProduct();
   const ledger = new FakeLedger();
   const payouts = new FakePayouts();
+  const privacy = new FakePrivacy();
   const partners = createClient(PartnersService, options.transport ?? fake.transport);
   const keyCache = new KeyCache({ resolve: authenticateWith(partners), ttlMs: 60_000 });
   keyCache.setTrusted(options.trusted ?? true);
@@ -64,6 +70,7 @@ export function createGateway(options: GatewayOptions = {}): TestGateway {
     payouts: createClient(PayoutsService, options.payoutsTransport ?? payouts.transport),
     // The notifier's routes are tested against the real service (services/notifier/test).
     notifier: createClient(NotifierService, options.notifierTransport ?? createRouterTransport(() => {})),
+    privacy: createClient(PrivacyService, options.privacyTransport ?? privacy.transport),
     ready: options.ready ?? (async () => []),
     logger: options.logger ?? createLogger("gateway-test", "silent"),
     config: {
@@ -79,6 +86,7 @@ export function createGateway(options: GatewayOptions = {}): TestGateway {
     fake,
     ledger,
     payouts,
+    privacy,
     partners,
     keyCache,
     product,
@@ -126,4 +134,4 @@ export function expectBody<S extends z.ZodType>(schema: S, body: unknown): z.out
   return parsed.data;
 }
 
-export { FakeLedger, FakePartners, FakePayouts };
+export { FakeLedger, FakePartners, FakePayouts, FakePrivacy };

@@ -1,5 +1,5 @@
 import { createHash } from "node:crypto";
-import { DomainError, newId, type Sql, type TransactionSql } from "@affiliate/platform";
+import { DomainError, newId, normalizeEmail, type Sql, type TransactionSql } from "@affiliate/platform";
 import { enqueueRefundEvent } from "../events/outbox.js";
 import { lockCommissionsOfEvent } from "../store/commissions.js";
 import {
@@ -14,7 +14,6 @@ import { recordCommissionChange } from "./commission-changes.js";
 import { onceForKey } from "./idempotency.js";
 import { amountAfterRefunds } from "./money.js";
 import { RollupChanges } from "./rollup-changes.js";
-import { normalizeEmail } from "./rules.js";
 import type { Commission, CommissionStatus } from "./types.js";
 
 export type PaymentIdentification =
@@ -178,10 +177,11 @@ async function applyRefund(tx: TransactionSql, input: RefundInput): Promise<Refu
   const rollups = new RollupChanges();
   for (const { before, after } of changes) recordCommissionChange(rollups, before, before, after);
   const reason = input.reason ?? null;
+  const refundId = newId("rfd");
   await Promise.all([
     setPaymentRefunded(tx, payment.id, refundedAfter),
     insertRefund(tx, {
-      id: newId("rfd"),
+      id: refundId,
       productId: input.productId,
       eventId: payment.id,
       commissionId: levelOne.id,
@@ -197,7 +197,7 @@ async function applyRefund(tx: TransactionSql, input: RefundInput): Promise<Refu
         after: { ...before, ...after, reason: reason ?? before.reason },
         paymentRefundedCents: refundedAfter,
         refund: result,
-        reason: input.reason ?? "",
+        refundId,
       }),
     ),
   ]);

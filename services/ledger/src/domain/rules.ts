@@ -1,15 +1,10 @@
 import { randomBytes } from "node:crypto";
-import { DomainError, type FieldErrors } from "@affiliate/platform";
+import { DomainError, type FieldErrors, isValidEmail, normalizeEmail } from "@affiliate/platform";
 import type { TrackInput } from "./types.js";
 
 export const maxFutureSkewMs = 5 * 60 * 1000;
 export const maxPastMs = 400 * 24 * 3600 * 1000;
 const referralCodePattern = /^[A-Za-z0-9_-]{3,50}$/;
-const emailPattern = /^[^\s@]+@[^\s@]+\.[^\s@]+$/;
-
-export function normalizeEmail(email: string): string {
-  return email.trim().toLowerCase();
-}
 
 /** A visitor id for a click that came without one. */
 export function newVisitorId(): string {
@@ -38,7 +33,7 @@ export function trackErrors(input: TrackInput, now: Date): FieldErrors {
   optionalText("user_agent", input.userAgent, 1024);
   if (input.customerEmail !== undefined) {
     const email = normalizeEmail(input.customerEmail);
-    if (email.length > 254 || !emailPattern.test(email)) add("customer_email", "Invalid email address");
+    if (!isValidEmail(email)) add("customer_email", "Invalid email address");
   }
   if (input.type === "click") {
     if (input.referralCode === undefined) add("referral_code", "Required for a click");

@@ -1,4 +1,4 @@
-import { DomainError, newId, type Sql, type TransactionSql } from "@affiliate/platform";
+import { DomainError, newId, normalizeEmail, type Sql, type TransactionSql } from "@affiliate/platform";
 import { enqueueCommissionEvent } from "../events/outbox.js";
 import type { PartnersDirectory } from "../partners-directory.js";
 import { getCommissionsOfEvent, insertCommissions, type NewCommission } from "../store/commissions.js";
@@ -7,7 +7,7 @@ import { attribute } from "./attribute.js";
 import { recordCommissionChange } from "./commission-changes.js";
 import { commissionAmount } from "./money.js";
 import { RollupChanges } from "./rollup-changes.js";
-import { assertValidTrack, newVisitorId, normalizeEmail } from "./rules.js";
+import { assertValidTrack, newVisitorId } from "./rules.js";
 import type { Attribution, CommissionSummary, TrackedEvent, TrackInput } from "./types.js";
 
 export interface TrackDeps {

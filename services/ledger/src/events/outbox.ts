@@ -25,6 +25,16 @@ const schemas = {
   commissionRejected: CommissionRejectedSchema,
 } as const;
 
+/**
+ * The commission as events carry it: ids, amounts and states, without the customer's email or
+ * the merchant's free-text reason (which may quote it). Personal data kept out of the outbox
+ * and the stream is personal data an erasure never has to chase there; consumers that need it
+ * ask GetCommission.
+ */
+function commissionWithoutPersonalData(commission: Commission) {
+  return { ...commissionToProto(commission), customerEmail: undefined, reason: "" };
+}
+
 /** Writes a commission event into the outbox of the caller's transaction. */
 export function enqueueCommissionEvent(
   tx: Queryable,
@@ -36,18 +46,28 @@ export function enqueueCommissionEvent(
     tx,
     subjects[kind],
     schema,
-    create(schema, { id: newId("evt"), occurredAt: timestampNow(), commission: commissionToProto(commission) }),
+    create(schema, {
+      id: newId("evt"),
+      occurredAt: timestampNow(),
+      commission: commissionWithoutPersonalData(commission),
+    }),
   );
 }
 
 /**
  * commission.refunded for one commission a refund changed: what payouts needs to recalculate an
- * open payout or claw back a paid commission, and what the notifier needs for the affiliate's
- * email and the webhook (the refund's figures and reason).
+ * open payout or claw back a paid commission, and the ids the notifier needs to read the rest
+ * (the refund's reason, the customer) from the ledger for the affiliate's email and the webhook.
  */
 export function enqueueRefundEvent(
   tx: Queryable,
-  change: { before: Commission; after: Commission; paymentRefundedCents: number; refund: RefundResult; reason: string },
+  change: {
+    before: Commission;
+    after: Commission;
+    paymentRefundedCents: number;
+    refund: RefundResult;
+    refundId: string;
+  },
 ): Promise<void> {
   const { before, after } = change;
   return enqueueEvent(
@@ -57,14 +77,14 @@ export function enqueueRefundEvent(
     create(CommissionRefundedSchema, {
       id: newId("evt"),
       occurredAt: timestampNow(),
-      commission: commissionToProto(after),
+      commission: commissionWithoutPersonalData(after),
       previousAmountCents: BigInt(before.amountCents),
       newAmountCents: BigInt(after.amountCents),
       previousStatus: commissionStatusToProto[before.status],
       clawbackCents: BigInt(before.status === "paid" ? before.amountCents - after.amountCents : 0),
       paymentRefundedCents: BigInt(change.paymentRefundedCents),
       refund: refundResultToProto(change.refund),
-      reason: change.reason,
+      refundId: change.refundId,
     }),
   );
 }

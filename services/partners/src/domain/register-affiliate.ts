@@ -1,4 +1,11 @@
-import { DomainError, newId, type Sql, type TransactionSql, uniqueViolation } from "@affiliate/platform";
+import {
+  DomainError,
+  newId,
+  normalizeEmail,
+  type Sql,
+  type TransactionSql,
+  uniqueViolation,
+} from "@affiliate/platform";
 import { outbox } from "../events/outbox.js";
 import {
   findActivePartnershipByCode,
@@ -9,7 +16,7 @@ import {
   upsertAffiliate,
 } from "../store/partnerships.js";
 import { getProgramOrThrow } from "../store/programs.js";
-import { assertValidRegistration, generateReferralCode, normalizeEmail } from "./rules.js";
+import { assertValidRegistration, generateReferralCode } from "./rules.js";
 import type { Program, Registration, RegistrationResult } from "./types.js";
 
 export interface RegistrationOptions {

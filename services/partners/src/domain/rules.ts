@@ -1,22 +1,14 @@
 import { createHash, randomBytes, randomInt } from "node:crypto";
-import { DomainError, type FieldErrors } from "@affiliate/platform";
+import { DomainError, type FieldErrors, isValidEmail, normalizeEmail } from "@affiliate/platform";
 import type { KeyMode, PartnershipStatus, ProgramChanges, Registration } from "./types.js";
 
-/** Emails are compared exactly after trimming and lowercasing (spec 4.11). */
-export function normalizeEmail(email: string): string {
-  return email.trim().toLowerCase();
-}
-
-// Deliberately simple: one @, no spaces, a dot in the domain. Deliverability is the welcome
-// email's problem, not a regular expression's.
-const emailPattern = /^[^\s@]+@[^\s@]+\.[^\s@]+$/;
 export const referralCodePattern = /^[A-Za-z0-9_-]{3,50}$/;
 
 /** The field errors of one registration, keyed by the public (camelCase) field names. */
 export function registrationErrors(registration: Registration): FieldErrors {
   const errors: FieldErrors = {};
   const email = normalizeEmail(registration.email);
-  if (email.length > 254 || !emailPattern.test(email)) errors.email = ["Invalid email address"];
+  if (!isValidEmail(email)) errors.email = ["Invalid email address"];
   const { name, referralCode, sponsorReferralCode } = registration;
   if (name !== undefined && (name.length < 1 || name.length > 200)) {
     errors.name = ["Name must be 1-200 characters"];

@@ -1,0 +1,16 @@
+/**
+ * The one email rule of the platform. Emails are stored and compared trimmed and lowercased, so
+ * equality is exact (spec 4.11: "matched exactly against stored values").
+ */
+export function normalizeEmail(email: string): string {
+  return email.trim().toLowerCase();
+}
+
+// Deliberately simple: one @, no spaces, a dot in the domain. Deliverability is the welcome
+// email's problem, not a regular expression's.
+const emailPattern = /^[^\s@]+@[^\s@]+\.[^\s@]+$/;
+
+/** Whether an already normalised email is one the platform accepts (at most 254 characters). */
+export function isValidEmail(normalized: string): boolean {
+  return normalized.length <= 254 && emailPattern.test(normalized);
+}
