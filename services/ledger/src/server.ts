@@ -21,3 +21,5 @@ export function routes(deps: LedgerServiceDeps) {
     router.service(ErasureOwnerService, erasureOwnerService(deps.sql, ledgerErasureOwner(deps.sql)));
   };
 }
+
+export { CachedPartnersDirectory } from "./partners-directory.js";
