@@ -1,5 +1,6 @@
 import * as partnersServer from "@affiliate/partners/server";
 import { createLogger, createSql, errorMapping, migrate, PageTokens, type Sql } from "@affiliate/platform";
+import { ErasureOwnerService } from "@affiliate/proto/erasure";
 import { EventType, LedgerService, type TrackRequestSchema } from "@affiliate/proto/ledger";
 import { PartnersAdminService, PartnersService, type UpdateProgramRequestSchema } from "@affiliate/proto/partners";
 import { createTestDatabase, type TestDatabase } from "@affiliate/testing";
@@ -12,6 +13,8 @@ import { migrationsDirectory, routes, schema } from "../src/server.js";
 export interface Harness {
   sql: Sql;
   ledger: Client<typeof LedgerService>;
+  /** The ledger's erasure-owner contract, as the privacy service calls it. */
+  erasure: Client<typeof ErasureOwnerService>;
   partners: Client<typeof PartnersService>;
   admin: Client<typeof PartnersAdminService>;
   /** The ledger's clock; tests move it. */
@@ -47,6 +50,7 @@ export async function startHarness(): Promise<Harness> {
   return {
     sql,
     ledger: createClient(LedgerService, ledgerTransport),
+    erasure: createClient(ErasureOwnerService, ledgerTransport),
     partners,
     admin: createClient(PartnersAdminService, partnersTransport),
     clock,
