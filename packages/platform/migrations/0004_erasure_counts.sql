@@ -3,7 +3,7 @@
 -- survives a crash of either side: the privacy service's repeat of a call with the same erasure
 -- id answers the whole count, not only what the repeat found. Holds ids and counts, never an
 -- email.
-create table if not exists erasure_counts (
+create table erasure_counts (
   erasure_id text not null,
   store text not null,
   records bigint not null default 0 check (records >= 0),
