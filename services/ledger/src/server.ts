@@ -21,5 +21,3 @@ export function routes(deps: LedgerServiceDeps) {
     router.service(ErasureOwnerService, erasureOwnerService(deps.sql, ledgerErasureOwner(deps.sql)));
   };
 }
-
-export { CachedPartnersDirectory } from "./partners-directory.js";

@@ -1,4 +1,6 @@
-import * as ledgerServer from "@affiliate/ledger/server";
+// As payouts' mesh test does: the ledger has no package entry points, so its build output is imported.
+import { CachedPartnersDirectory } from "@affiliate/ledger/dist/partners-directory.js";
+import * as ledgerServer from "@affiliate/ledger/dist/server.js";
 import * as partnersServer from "@affiliate/partners/server";
 import { createLogger, createSql, errorMapping, migrate, PageTokens, type Sql } from "@affiliate/platform";
 import { ErasureOwnerService } from "@affiliate/proto/erasure";
@@ -90,7 +92,7 @@ export async function startHarness(options: { leaseMs?: number } = {}): Promise<
   const pageTokens = new PageTokens("test-page-token-secret");
   const partnersTransport = createRouterTransport(partnersServer.routes({ sql: partnersSql, pageTokens }), errors);
   const partners = createClient(PartnersService, partnersTransport);
-  const directory = new ledgerServer.CachedPartnersDirectory(partners, { ttlMs: 60_000, maxEntries: 1000 });
+  const directory = new CachedPartnersDirectory(partners, { ttlMs: 60_000, maxEntries: 1000 });
   const ledgerTransport = createRouterTransport(
     ledgerServer.routes({ sql: ledgerSql, partners: directory, pageTokens, clock: () => new Date() }),
     errors,
