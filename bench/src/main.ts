@@ -16,6 +16,7 @@ import { HttpClient } from "./lib/http.js";
 import { freePort } from "./lib/ports.js";
 import { authenticatedRead } from "./sections/authenticated-read.js";
 import { bulkRegistration } from "./sections/bulk-registration.js";
+import { erasure } from "./sections/erasure.js";
 import { listLatency } from "./sections/list-latency.js";
 import { type RssSample, reportMemory, sampleIdleMemory } from "./sections/memory.js";
 import { payoutGeneration } from "./sections/payout-generation.js";
@@ -76,7 +77,7 @@ async function section<T>(name: SectionName, run: () => Promise<T>): Promise<voi
 
 async function main(): Promise<void> {
   console.log(
-    `bench: sections ${[...config.sections].join(",")}; partnerships ${config.partnerships}, events ${config.events}/${config.smallEvents}, ${config.connections} connections x ${config.durationS} s, ${config.samples} sequential samples, refund payments ${config.refundPayments}, payouts ${config.payoutPartnerships}/${config.payoutCommissions}`,
+    `bench: sections ${[...config.sections].join(",")}; partnerships ${config.partnerships}, events ${config.events}/${config.smallEvents}, ${config.connections} connections x ${config.durationS} s, ${config.samples} sequential samples, refund payments ${config.refundPayments}, payouts ${config.payoutPartnerships}/${config.payoutCommissions}, erasure ${config.erasureEvents}`,
   );
   const database = await createTestDatabase();
   teardownSteps.push(() => database.drop());
@@ -135,6 +136,7 @@ async function main(): Promise<void> {
   await section("F", () => statsLatency(ctx));
   await section("G", () => refunds(ctx));
   await section("H", () => payoutGeneration(ctx));
+  await section("I", () => erasure(ctx));
   if (idle) {
     const idleSample = idle;
     await section("D", () => reportMemory(ctx, idleSample));

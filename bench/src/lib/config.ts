@@ -27,9 +27,11 @@ export interface BenchConfig {
   /** H: active partnerships holding the approved commissions, and those commissions. */
   payoutPartnerships: number;
   payoutCommissions: number;
+  /** I: tracking events of the customer erased (and as many of other customers). */
+  erasureEvents: number;
 }
 
-export const sectionNames = ["A", "B", "C", "D", "E", "F", "G", "H"] as const;
+export const sectionNames = ["A", "B", "C", "D", "E", "F", "G", "H", "I"] as const;
 export type SectionName = (typeof sectionNames)[number];
 
 function positiveInt(env: NodeJS.ProcessEnv, name: string, fallback: number, min = 1): number {
@@ -68,5 +70,6 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): BenchConfig {
     refundPayments: positiveInt(env, "BENCH_REFUND_PAYMENTS", 50_000),
     payoutPartnerships: positiveInt(env, "BENCH_PAYOUT_PARTNERSHIPS", 10_000),
     payoutCommissions: positiveInt(env, "BENCH_PAYOUT_COMMISSIONS", 100_000),
+    erasureEvents: positiveInt(env, "BENCH_ERASURE_EVENTS", 10_000),
   };
 }
