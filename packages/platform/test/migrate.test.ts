@@ -12,6 +12,7 @@ const platformFiles = [
   "platform/0001_outbox.sql",
   "platform/0002_applied_events_by_age.sql",
   "platform/0003_job_notify.sql",
+  "platform/0004_erasure_counts.sql",
 ];
 
 let database: TestDatabase;
@@ -78,7 +79,13 @@ describe("migrate", () => {
     const result = await migrate(sql, schema, dir.path);
 
     expect(result).toEqual({ applied: [...platformFiles, "0001_widgets.sql", "0002_add_note.sql"] });
-    expect(await tablesIn(schema)).toEqual(["applied_events", "outbox", "schema_migrations", "widgets"]);
+    expect(await tablesIn(schema)).toEqual([
+      "applied_events",
+      "erasure_counts",
+      "outbox",
+      "schema_migrations",
+      "widgets",
+    ]);
     // Unqualified names land in the service's schema, never in public.
     expect(await tablesIn("public")).toEqual([]);
     const platformRecords = await Promise.all(
@@ -157,7 +164,14 @@ describe("migrate", () => {
     await expect(migrate(sql, schema, dir.path)).rejects.toThrow(
       `migration ${schema}/0003_c.sql changed after it was applied; add a new migration instead`,
     );
-    expect(await tablesIn(schema)).toEqual(["a", "applied_events", "c", "outbox", "schema_migrations"]);
+    expect(await tablesIn(schema)).toEqual([
+      "a",
+      "applied_events",
+      "c",
+      "erasure_counts",
+      "outbox",
+      "schema_migrations",
+    ]);
     expect(await recorded(schema)).toEqual(before);
     const columns = await sql`
       select column_name from information_schema.columns where table_schema = ${schema} and table_name = 'c'`;
@@ -175,14 +189,23 @@ describe("migrate", () => {
     await dir.write("0004_bad.sql", "create table d (id int);\nselect * from no_such_table;");
 
     await expect(migrate(sql, schema, dir.path)).rejects.toThrow(/no_such_table/);
-    expect(await tablesIn(schema)).toEqual(["a", "applied_events", "outbox", "schema_migrations"]);
+    expect(await tablesIn(schema)).toEqual(["a", "applied_events", "erasure_counts", "outbox", "schema_migrations"]);
     expect(await sql.unsafe(`select count(*)::int as count from "${schema}".a`)).toEqual([{ count: 0 }]);
     expect(await recorded(schema)).toEqual(before);
 
     // Once fixed, the whole run applies.
     await dir.write("0004_bad.sql", "create table d (id int);");
     expect(await migrate(sql, schema, dir.path)).toEqual({ applied: ["0002_b.sql", "0003_c.sql", "0004_bad.sql"] });
-    expect(await tablesIn(schema)).toEqual(["a", "applied_events", "b", "c", "d", "outbox", "schema_migrations"]);
+    expect(await tablesIn(schema)).toEqual([
+      "a",
+      "applied_events",
+      "b",
+      "c",
+      "d",
+      "erasure_counts",
+      "outbox",
+      "schema_migrations",
+    ]);
   });
 
   it("leaves not even the schema when the first run of a fresh schema fails", async () => {

@@ -41,6 +41,12 @@ export class RateLimitedError extends Error {
 }
 
 export const unavailableMessage = "Service temporarily unavailable";
+/**
+ * ErrorInfo reasons of an UNAVAILABLE that means "recorded, finishing in the background": its
+ * message and details (the id to follow) are shown, with Retry-After.
+ */
+const acceptedInBackground = new Set(["erasure_running"]);
+
 /** Seconds a client should wait when a service behind the gateway is unreachable. */
 export const unavailableRetryAfterSeconds = 1;
 
@@ -76,10 +82,10 @@ export function httpErrorOfConnect(error: ConnectError): HttpError | undefined {
   if (status === undefined) return undefined;
   if (status === 503) {
     const retryAfter = { "retry-after": String(unavailableRetryAfterSeconds) };
-    // A service that took the work and finishes it in the background (an erasure past its
-    // deadline) says so with an ErrorInfo; a transport failure never carries one.
+    // A service that recorded the work and finishes it in the background (an erasure past its
+    // deadline) says so with a reason listed here; any other 503 stays generic, leaking nothing.
     const accepted = error.code === Code.Unavailable ? errorInfoOf(error) : undefined;
-    if (accepted && Object.keys(accepted.details).length > 0) {
+    if (accepted && acceptedInBackground.has(accepted.reason)) {
       return new HttpError(503, { error: error.rawMessage, details: accepted.details }, retryAfter);
     }
     return new HttpError(503, { error: unavailableMessage }, retryAfter);

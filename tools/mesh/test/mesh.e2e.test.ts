@@ -254,7 +254,16 @@ describe("the README walk-through", () => {
     expect(generated?.data).toEqual([
       expect.objectContaining({ status: "pending", amount_cents: 1875, adjustment_cents: 0, commission_count: 1 }),
     ]);
-    const paid = answers.find((answer) => answer.data?.status === "completed");
+    const paid = answers.find((answer) => answer.data?.id?.startsWith("po_") && answer.data.status === "completed");
     expect(paid?.data).toMatchObject({ id: generated.data[0].id, amount_cents: 1875, gateway_transfer_id: "tr_123" });
+    // The last step erases the customer; the receipt, read by id and by email, is completed.
+    const erased = answers.find((answer) => answer.data?.anonymized);
+    expect(erased?.data).toMatchObject({
+      anonymized: { tracking_events: 1 },
+      erasure_id: expect.stringMatching(/^ers_/),
+    });
+    const receipt = answers.find((answer) => answer.data?.id === erased?.data.erasure_id);
+    expect(receipt?.data).toMatchObject({ status: "completed", verified_at: expect.any(String) });
+    expect(answers.at(-1)?.data.map((r: { id: string }) => r.id)).toEqual([erased?.data.erasure_id]);
   });
 });
