@@ -102,3 +102,19 @@ export function erasureOwnerService(sql: Queryable, owner: ErasureOwner): Servic
     },
   };
 }
+
+/** What replaces an email quoted in free text or stored payloads (spec 4.11). */
+export const erasedMarker = "[erased]";
+
+/**
+ * A regular expression (Postgres ARE, applied with the `gi` flags) matching `text` literally: a
+ * reason may quote the email with other capitals than the normalised one.
+ */
+export function literalPattern(text: string): string {
+  return text.replace(/[\\^$.*+?()[\]{}|-]/g, "\\$&");
+}
+
+/** The email as it appears inside a JSON string (what `jsonb::text` shows). */
+export function emailInJson(email: string): string {
+  return JSON.stringify(email).slice(1, -1);
+}

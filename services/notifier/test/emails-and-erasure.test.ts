@@ -182,6 +182,39 @@ describe("erasure (ErasureOwnerService)", () => {
   });
 });
 
+describe("erasure of the email quoted in free text", () => {
+  it("replaces it, in any capitals, in payloads' reasons and in sent emails' bodies, counting each record once", async () => {
+    const email = "quoted@example.com";
+    const { webhook } = await h.notifier.createWebhook({ productId, url: "https://example.com/quoted", events: [] });
+    await h.sql`
+      insert into deliveries (id, product_id, endpoint_id, event_id, event_type, payload, status)
+      values (${newId("dlv")}, ${productId}, ${webhook?.id ?? ""}, ${newId("evt")}, 'commission.refunded',
+              ${h.sql.json({ data: { id: "com_q", customer_email: null, reason: "Customer QUOTED@Example.com disputed" } })},
+              'succeeded')`;
+    await h.sql`
+      insert into emails (id, product_id, event_id, template, recipient, subject, text_body, html_body, status)
+      values (${newId("eml")}, ${productId}, ${newId("evt")}, 'refund_notice', 'aff@example.com', 'Refunded',
+              'Reason given: Customer QUOTED@Example.com disputed', '<p>Reason given: Customer quoted@example.com</p>',
+              'recorded')`;
+    const counts = (response: { stores: { store: string; records: bigint }[] }) =>
+      Object.fromEntries(response.stores.map((s) => [s.store, Number(s.records)]));
+    expect(counts(await h.erasure.findCustomer({ productId, email }))).toEqual({ webhook_deliveries: 1, emails: 1 });
+    expect(counts(await h.erasure.eraseCustomer({ productId, email }))).toEqual({ webhook_deliveries: 1, emails: 1 });
+    expect(counts(await h.erasure.findCustomer({ productId, email }))).toEqual({ webhook_deliveries: 0, emails: 0 });
+
+    const [delivery] = await h.sql<{ reason: string }[]>`
+      select payload -> 'data' ->> 'reason' as reason from deliveries where endpoint_id = ${webhook?.id ?? ""}`;
+    expect(delivery?.reason).toBe("Customer [erased] disputed");
+    const [sent] = await h.sql<{ textBody: string; htmlBody: string }[]>`
+      select text_body, html_body from emails where product_id = ${productId} and template = 'refund_notice'
+        and recipient = 'aff@example.com' and subject = 'Refunded'`;
+    expect(sent).toEqual({
+      textBody: "Reason given: Customer [erased] disputed",
+      htmlBody: "<p>Reason given: Customer [erased]</p>",
+    });
+  });
+});
+
 describe("auto-disable and the recovery probe", () => {
   it("410 disables at once (gone)", async () => {
     sink.program("/gone", [410]);

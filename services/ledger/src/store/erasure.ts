@@ -1,19 +1,7 @@
-import type { Queryable } from "@affiliate/platform";
+import { erasedMarker, emailInJson as inJson, literalPattern, type Queryable } from "@affiliate/platform";
 
 /** The live and the sandbox events: an erasure treats both alike. */
 export type EventsTable = "tracking_events" | "sandbox_events";
-
-/** What replaces an email quoted in free text or audit metadata (spec 4.11). */
-export const erasedMarker = "[erased]";
-
-/**
- * A regular expression matching `text` literally, case-insensitively applied: a reason may
- * quote the email with other capitals than the normalised one.
- */
-const literalPattern = (text: string) => text.replace(/[\\^$.*+?()[\]{}|-]/g, "\\$&");
-
-/** The email as it appears inside a JSON string (what jsonb::text shows). */
-const inJson = (email: string) => JSON.stringify(email).slice(1, -1);
 
 /**
  * Anonymises up to `limit` of the customer's events (spec 4.11's table): the email, the

@@ -9,8 +9,9 @@ export interface StoreCounts {
 }
 
 /**
- * Erasure (spec 4.11, contract 9a): stored payloads' `data.customer_email` set to null, and the
- * customer's address removed from queued emails, in this product only. Idempotent: a repeat
+ * Erasure (spec 4.11, contract 9a): stored payloads' `data.customer_email` set to null and the
+ * address replaced wherever else they quote it (a refund's reason), and removed from the text of
+ * the product's emails, queued or already sent, in this product only. Idempotent: a repeat
  * counts 0.
  */
 export function eraseCustomer(sql: Sql, productId: string, email: string): Promise<StoreCounts> {

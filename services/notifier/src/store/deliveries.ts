@@ -1,4 +1,4 @@
-import type { Queryable } from "@affiliate/platform";
+import { emailInJson, erasedMarker, literalPattern, type Queryable } from "@affiliate/platform";
 import type { Attempt, Delivery, WebhookBody } from "../domain/types.js";
 
 // The payload is read as text: the pool's camelCase transform would otherwise rename its keys.
@@ -140,15 +140,24 @@ export async function purgeDeliveries(sql: Queryable, before: Date, batchSize = 
 export async function countCustomerPayloads(sql: Queryable, productId: string, email: string): Promise<number> {
   const [row] = await sql<{ count: number }[]>`
     select count(*)::int as count from deliveries
-    where product_id = ${productId} and payload -> 'data' ->> 'customer_email' = ${email}`;
+    where product_id = ${productId}
+      and (payload -> 'data' ->> 'customer_email' = ${email} or strpos(lower(payload::text), ${emailInJson(email)}) > 0)`;
   return row?.count ?? 0;
 }
 
-/** Sets `data.customer_email` to null in this product's stored payloads that carry `email`. */
+/**
+ * Sets `data.customer_email` to null in this product's stored payloads that carry `email`, and
+ * replaces the email wherever else a payload quotes it (a refund's free-text `reason`, in any
+ * capitals) with `[erased]`.
+ */
 export async function eraseCustomerPayloads(sql: Queryable, productId: string, email: string): Promise<number> {
   const rows = await sql`
-    update deliveries set payload = jsonb_set(payload, '{data,customer_email}', 'null'::jsonb)
-    where product_id = ${productId} and payload -> 'data' ->> 'customer_email' = ${email}
+    update deliveries set payload = regexp_replace(
+        (case when payload -> 'data' ->> 'customer_email' = ${email}
+              then jsonb_set(payload, '{data,customer_email}', 'null'::jsonb) else payload end)::text,
+        ${literalPattern(emailInJson(email))}, ${erasedMarker}, 'gi')::jsonb
+    where product_id = ${productId}
+      and (payload -> 'data' ->> 'customer_email' = ${email} or strpos(lower(payload::text), ${emailInJson(email)}) > 0)
     returning id`;
   return rows.length;
 }

@@ -1,4 +1,4 @@
-import type { Queryable } from "@affiliate/platform";
+import { erasedMarker, literalPattern, type Queryable } from "@affiliate/platform";
 import type { EmailDraft } from "../domain/types.js";
 
 export interface EmailJob {
@@ -57,18 +57,23 @@ export async function recordEmailOutcome(
 export async function countQueuedMentions(sql: Queryable, productId: string, email: string): Promise<number> {
   const [row] = await sql<{ count: number }[]>`
     select count(*)::int as count from emails
-    where product_id = ${productId} and status = 'pending'
-      and (strpos(text_body, ${email}) > 0 or strpos(html_body, ${email}) > 0)`;
+    where product_id = ${productId}
+      and (strpos(lower(text_body), ${email}) > 0 or strpos(lower(html_body), ${email}) > 0)`;
   return row?.count ?? 0;
 }
 
-/** Replaces `email` in the text of this product's queued emails; answers how many changed. */
+/**
+ * Replaces `email`, in any capitals (a refund reason quotes it as the merchant typed it), with
+ * `[erased]` in the text of this product's emails: queued ones, and the stored copies of those
+ * already sent or recorded, which are a store of personal data too. Answers how many changed.
+ */
 export async function eraseQueuedMentions(sql: Queryable, productId: string, email: string): Promise<number> {
+  const pattern = literalPattern(email);
   const rows = await sql`
-    update emails set text_body = replace(text_body, ${email}, '[erased]'),
-      html_body = replace(html_body, ${email}, '[erased]')
-    where product_id = ${productId} and status = 'pending'
-      and (strpos(text_body, ${email}) > 0 or strpos(html_body, ${email}) > 0)
+    update emails set text_body = regexp_replace(text_body, ${pattern}, ${erasedMarker}, 'gi'),
+      html_body = regexp_replace(html_body, ${pattern}, ${erasedMarker}, 'gi')
+    where product_id = ${productId}
+      and (strpos(lower(text_body), ${email}) > 0 or strpos(lower(html_body), ${email}) > 0)
     returning id`;
   return rows.length;
 }
