@@ -1,15 +1,15 @@
 import { DomainError, toConnectError } from "@affiliate/platform";
 import type { EraseCustomerRequest } from "@affiliate/proto/privacy";
-import { Code, ConnectError } from "@connectrpc/connect";
-import { describe, expect, it } from "vitest";
-import { openApiDocument } from "../src/openapi.js";
-import { errorSchema, validationErrorSchema } from "../src/schemas/common.js";
+import { errorSchema, validationErrorSchema } from "@affiliate/rest-shapes/schemas/common";
 import {
   eraseCustomerResponseSchema,
   erasureListResponseSchema,
   erasureResponseSchema,
   erasureRunningErrorSchema,
-} from "../src/schemas/customers.js";
+} from "@affiliate/rest-shapes/schemas/customers";
+import { Code, ConnectError } from "@connectrpc/connect";
+import { describe, expect, it } from "vitest";
+import { openApiDocument } from "../src/openapi.js";
 import { createGateway, expectBody } from "./support/harness.js";
 
 describe("DELETE /api/v1/customers", () => {

@@ -1,4 +1,5 @@
 import { randomBytes } from "node:crypto";
+import { createServer, type Server } from "node:http";
 import { createTestDatabase, createTestNamespace, type TestDatabase, type TestNamespace } from "@affiliate/testing";
 import { connect } from "nats";
 import postgres from "postgres";
@@ -16,6 +17,9 @@ import { eventually, freePort, runTool } from "./helpers.js";
 let database: TestDatabase;
 let namespace: TestNamespace;
 let mesh: Mesh;
+/** A webhook receiver that answers 200 to everything: deliveries are stored with their payloads. */
+let receiver: Server;
+let receiverUrl: string;
 const keys: Record<"erased" | "kept", { key: string; productId: string }> = {
   erased: { key: "", productId: "" },
   kept: { key: "", productId: "" },
@@ -23,6 +27,10 @@ const keys: Record<"erased" | "kept", { key: string; productId: string }> = {
 const email = `canary-${randomBytes(4).toString("hex")}@example.com`;
 
 beforeAll(async () => {
+  receiver = createServer((req, res) => req.resume().on("end", () => res.end()));
+  const receiverPort = await freePort();
+  await new Promise<void>((resolve) => receiver.listen(receiverPort, "127.0.0.1", resolve));
+  receiverUrl = `http://127.0.0.1:${receiverPort}/hooks`;
   database = await createTestDatabase();
   namespace = createTestNamespace();
   mesh = await startMesh({
@@ -34,6 +42,7 @@ beforeAll(async () => {
       partners: await freePort(),
       ledger: await freePort(),
       payouts: await freePort(),
+      notifier: await freePort(),
       privacy: await freePort(),
     },
     output: "pipe",
@@ -50,6 +59,7 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await mesh?.stop();
+  await new Promise((resolve) => receiver?.close(resolve));
   await namespace?.cleanup();
   await database?.drop();
 });
@@ -71,6 +81,8 @@ async function api(which: keyof typeof keys, method: string, path: string, body?
 /** Every flow that can carry the customer's email, in one product. */
 async function pushThroughEveryFlow(which: keyof typeof keys) {
   expect((await api(which, "PATCH", "/api/v1/program", { hold_days: 0, payout_minimum_cents: 100 })).status).toBe(200);
+  // Every event type: stored delivery payloads carry the commission's customer_email.
+  expect((await api(which, "POST", "/api/v1/webhooks", { url: receiverUrl })).status).toBe(201);
   const affiliate = await api(which, "POST", "/api/v1/affiliates", {
     email: `aff-${randomBytes(4).toString("hex")}@example.com`,
     notify: false,
@@ -187,8 +199,13 @@ describe("erasure through the mesh (the canary)", () => {
   it("leaves the email nowhere for the erased product, touching nothing else", async () => {
     const payments = await pushThroughEveryFlow("erased");
     await pushThroughEveryFlow("kept");
-    // Let the outbox relays publish, so the streams hold what they will hold.
+    // Let the outbox relays publish, so the streams hold what they will hold, and the notifier
+    // record the deliveries that quote the customer.
     await eventually(async () => expect(await outboxBacklog()).toBe(0), 20_000);
+    await eventually(
+      async () => expect((await scan()).some((hit) => hit.where.startsWith("notifier."))).toBe(true),
+      20_000,
+    );
 
     const before = await scan();
     // The scan works: it sees the customer in the product about to be erased.
@@ -198,6 +215,8 @@ describe("erasure through the mesh (the canary)", () => {
     const erased = await api("erased", "DELETE", "/api/v1/customers", { email: `  ${email.toUpperCase()}  ` });
     expect(erased.status).toBe(200);
     expect(erased.json.data.anonymized.tracking_events).toBe(4);
+    // The commission events delivered so far quoted the customer in data.customer_email.
+    expect(erased.json.data.anonymized.webhook_deliveries).toBeGreaterThan(0);
     expect(erased.json.data.erasure_id).toMatch(/^ers_/);
 
     // Streams keep nothing to chase: a relayed event would show up here as a hit.
