@@ -20,6 +20,7 @@ import { createClient } from "@connectrpc/connect";
 import { loadNotifierConfig } from "./config.js";
 import { startConsumers } from "./events/consumers.js";
 import { ownersOver } from "./events/owners.js";
+import { subscriptions } from "./events/payloads.js";
 import { smtpMailer } from "./outbound/smtp-mailer.js";
 import { routes, schema } from "./server.js";
 import { startWorkers } from "./workers.js";
@@ -31,7 +32,7 @@ const sql = createSql(config.DATABASE_URL, { schema, max: config.DATABASE_POOL_S
 const nats = await connectNats(config.NATS_URL, "notifier");
 const jsm = await nats.jetstreamManager();
 // The producers may start after us; their streams' definitions are shared (platform ensureStream).
-for (const service of ["partners", "ledger", "payouts"]) {
+for (const service of new Set(subscriptions.map((subscription) => subscription.stream))) {
   await ensureStream(jsm, { service, namespace: config.EVENTS_NAMESPACE });
 }
 const clock = () => new Date();

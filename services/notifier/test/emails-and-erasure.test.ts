@@ -164,12 +164,17 @@ describe("erasure (ErasureOwnerService)", () => {
     }
     const found = await h.erasure.findCustomer({ productId, email: "gone@example.com" });
     expect(found.stores.map((s) => [s.store, s.records])).toEqual([
-      ["webhook_deliveries", 1n],
       ["emails", 0n],
+      ["webhook_deliveries", 1n],
     ]);
-    const erased = await h.erasure.eraseCustomer({ productId, email: "gone@example.com" });
+    const erasureId = newId("ers");
+    const erased = await h.erasure.eraseCustomer({ productId, email: "gone@example.com", erasureId });
     expect(erased.stores.find((s) => s.store === "webhook_deliveries")?.records).toBe(1n);
-    const again = await h.erasure.eraseCustomer({ productId, email: "gone@example.com" });
+    // The saga repeating its call (after a crash) still gets the whole count of its erasure...
+    const repeated = await h.erasure.eraseCustomer({ productId, email: "gone@example.com", erasureId });
+    expect(repeated.stores).toEqual(erased.stores);
+    // ...while a new erasure of the same email finds nothing left.
+    const again = await h.erasure.eraseCustomer({ productId, email: "gone@example.com", erasureId: newId("ers") });
     expect(again.stores.every((s) => s.records === 0n)).toBe(true);
     const after = await h.erasure.findCustomer({ productId, email: "gone@example.com" });
     expect(after.stores.every((s) => s.records === 0n)).toBe(true);
@@ -177,7 +182,7 @@ describe("erasure (ErasureOwnerService)", () => {
       select payload -> 'data' ->> 'customer_email' as email from deliveries where endpoint_id = ${webhook?.id ?? ""}`;
     expect(stored?.email).toBeNull();
     expect(await h.erasure.findCustomer({ productId: other, email: "gone@example.com" })).toMatchObject({
-      stores: [{ store: "webhook_deliveries", records: 1n }, { store: "emails" }],
+      stores: [{ store: "emails" }, { store: "webhook_deliveries", records: 1n }],
     });
   });
 });
@@ -199,7 +204,10 @@ describe("erasure of the email quoted in free text", () => {
     const counts = (response: { stores: { store: string; records: bigint }[] }) =>
       Object.fromEntries(response.stores.map((s) => [s.store, Number(s.records)]));
     expect(counts(await h.erasure.findCustomer({ productId, email }))).toEqual({ webhook_deliveries: 1, emails: 1 });
-    expect(counts(await h.erasure.eraseCustomer({ productId, email }))).toEqual({ webhook_deliveries: 1, emails: 1 });
+    expect(counts(await h.erasure.eraseCustomer({ productId, email, erasureId: newId("ers") }))).toEqual({
+      webhook_deliveries: 1,
+      emails: 1,
+    });
     expect(counts(await h.erasure.findCustomer({ productId, email }))).toEqual({ webhook_deliveries: 0, emails: 0 });
 
     const [delivery] = await h.sql<{ reason: string }[]>`

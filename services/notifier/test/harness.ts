@@ -24,6 +24,7 @@ import { type Client, createClient, createRouterTransport } from "@connectrpc/co
 import type { Mailer } from "../src/domain/send-email.js";
 import { startConsumers } from "../src/events/consumers.js";
 import type { Owners } from "../src/events/owners.js";
+import { subscriptions } from "../src/events/payloads.js";
 import { migrationsDirectory, routes, schema } from "../src/server.js";
 import { startWorkers, type Workers } from "../src/workers.js";
 
@@ -174,7 +175,7 @@ export async function startHarness(options: { mailer?: Mailer; attemptTimeoutMs?
   await migrate(sql, schema, migrationsDirectory);
   const nats = await connectNats(process.env.NATS_URL ?? "nats://127.0.0.1:4222", "notifier-test");
   const jsm = await nats.jetstreamManager();
-  for (const service of ["partners", "ledger", "payouts"]) {
+  for (const service of new Set(subscriptions.map((subscription) => subscription.stream))) {
     await ensureStream(jsm, { service, namespace: ns.namespace });
   }
   const owners = new FakeOwners();

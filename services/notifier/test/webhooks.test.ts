@@ -1,6 +1,7 @@
 import { newId } from "@affiliate/platform";
 import { CommissionRefundedSchema, CommissionStatus, RefundResultSchema } from "@affiliate/proto/ledger";
 import { DeliveryStatus } from "@affiliate/proto/notifier";
+import { CustomerErasedSchema } from "@affiliate/proto/privacy";
 import { create } from "@bufbuild/protobuf";
 import { timestampFromDate, timestampNow } from "@bufbuild/protobuf/wkt";
 import { Code, ConnectError } from "@connectrpc/connect";
@@ -116,6 +117,37 @@ describe("a refund event becomes a signed delivery", () => {
       return rows;
     });
     expect(row).toBeDefined();
+    expect(h.owners.calls).toBe(before);
+  });
+});
+
+describe("customer.erased", () => {
+  it("becomes a delivery carrying the erasure's id and times, never an email, and asks no owner", async () => {
+    await endpoint("/erased", ["customer.erased"]);
+    const before = h.owners.calls;
+    const requestedAt = new Date("2026-11-26T10:00:00.000Z");
+    const completedAt = new Date("2026-11-26T10:00:01.250Z");
+    const event = create(CustomerErasedSchema, {
+      id: newId("evt"),
+      occurredAt: timestampFromDate(completedAt),
+      erasureId: "era_1",
+      productId,
+      requestedAt: timestampFromDate(requestedAt),
+      completedAt: timestampFromDate(completedAt),
+    });
+    await h.publish("privacy.customer.erased", CustomerErasedSchema, event);
+
+    const [received] = await eventually(() => {
+      const got = sink.at("/erased");
+      expect(got).toHaveLength(1);
+      return got;
+    });
+    expect(JSON.parse(received?.body ?? "null")).toEqual({
+      id: event.id,
+      type: "customer.erased",
+      created_at: completedAt.toISOString(),
+      data: { erasure_id: "era_1", requested_at: requestedAt.toISOString(), completed_at: completedAt.toISOString() },
+    });
     expect(h.owners.calls).toBe(before);
   });
 });

@@ -1,30 +1,32 @@
-import type { Sql } from "@affiliate/platform";
+import { addErasedRecords, type ErasureOwner, type Sql } from "@affiliate/platform";
 import { countCustomerPayloads, eraseCustomerPayloads } from "../store/deliveries.js";
 import { countQueuedMentions, eraseQueuedMentions } from "../store/emails.js";
 
-/** Counts per store, named as the erasure receipt shows them. */
-export interface StoreCounts {
-  webhook_deliveries: number;
-  emails: number;
-}
+/** The notifier's stores, as the erasure receipt names them. */
+export const notifierStores = ["webhook_deliveries", "emails"] as const;
 
 /**
- * Erasure (spec 4.11, contract 9a): stored payloads' `data.customer_email` set to null and the
- * address replaced wherever else they quote it (a refund's reason), and removed from the text of
- * the product's emails, queued or already sent, in this product only. Idempotent: a repeat
- * counts 0.
+ * The notifier's part of an erasure (spec 4.11, contract 9a): stored payloads'
+ * `data.customer_email` set to null and the address replaced wherever else they quote it (a
+ * refund's reason), and removed from the text of the product's emails, queued or already sent,
+ * in this product only. What it changed is counted in the same transaction (the platform's
+ * erasure_counts), so a privacy saga that repeats the call after a crash still gets the whole
+ * count. Repeating it changes nothing more.
  */
-export function eraseCustomer(sql: Sql, productId: string, email: string): Promise<StoreCounts> {
-  return sql.begin(async (tx) => ({
-    webhook_deliveries: await eraseCustomerPayloads(tx, productId, email),
-    emails: await eraseQueuedMentions(tx, productId, email),
-  }));
-}
-
-/** What still holds the customer's email, per store, without changing anything. */
-export async function findCustomer(sql: Sql, productId: string, email: string): Promise<StoreCounts> {
+export function notifierErasureOwner(sql: Sql): ErasureOwner {
   return {
-    webhook_deliveries: await countCustomerPayloads(sql, productId, email),
-    emails: await countQueuedMentions(sql, productId, email),
+    stores: notifierStores,
+    erase: ({ productId, email, erasureId }) =>
+      sql.begin(async (tx) => {
+        const counts = {
+          webhook_deliveries: await eraseCustomerPayloads(tx, productId, email),
+          emails: await eraseQueuedMentions(tx, productId, email),
+        };
+        await addErasedRecords(tx, erasureId, counts);
+      }),
+    find: async ({ productId, email }) => ({
+      webhook_deliveries: await countCustomerPayloads(sql, productId, email),
+      emails: await countQueuedMentions(sql, productId, email),
+    }),
   };
 }

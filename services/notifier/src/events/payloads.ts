@@ -22,6 +22,7 @@ import {
   PayoutCreatedSchema,
   PayoutRejectedSchema,
 } from "@affiliate/proto/payouts";
+import { CustomerErasedSchema } from "@affiliate/proto/privacy";
 import {
   toPublicCommission,
   toPublicPartnership,
@@ -47,7 +48,7 @@ const isoOf = (at: Timestamp | undefined) => (at ? timestampDate(at) : new Date(
 
 /** One subscription: the domain subject, the public type, and how to read the event. */
 export interface Subscription {
-  stream: "partners" | "ledger" | "payouts";
+  stream: "partners" | "ledger" | "payouts" | "privacy";
   subject: string;
   type: EventType;
   /** The product and the event id, without asking anyone (to skip events nobody listens to). */
@@ -220,7 +221,42 @@ function payoutSubscription(
   };
 }
 
-/** Every event type of contract 9 the notifier consumes (customer.erased: the privacy service's, wired later). */
+/**
+ * customer.erased: the privacy service's receipt of a completed erasure (contract 9a). The event
+ * and the webhook carry ids and times only, never the email, so nobody is asked anything.
+ */
+const customerErased: Subscription = (() => {
+  const read = (data: Uint8Array) => {
+    const event = decode(CustomerErasedSchema, data);
+    if (!event.erasureId || !event.productId) throw new UndecodableEvent("privacy.customer.erased without an erasure");
+    return event;
+  };
+  return {
+    stream: "privacy",
+    subject: "privacy.customer.erased",
+    type: "customer.erased",
+    peek: (data) => ({ productId: read(data).productId, sendsEmail: false }),
+    async build(_owners, eventId, data) {
+      const event = read(data);
+      return {
+        productId: event.productId,
+        body: {
+          id: eventId,
+          type: "customer.erased",
+          created_at: isoOf(event.occurredAt),
+          data: {
+            erasure_id: event.erasureId,
+            requested_at: isoOf(event.requestedAt),
+            completed_at: isoOf(event.completedAt),
+          },
+        },
+        emails: [],
+      };
+    },
+  };
+})();
+
+/** Every event type of contract 9 the notifier consumes. */
 export const subscriptions: Subscription[] = [
   partnershipSubscription("partners.partnership.created", "partnership.created", PartnershipCreatedSchema),
   partnershipSubscription("partners.partnership.reactivated", "partnership.reactivated", PartnershipReactivatedSchema),
@@ -233,4 +269,5 @@ export const subscriptions: Subscription[] = [
   payoutSubscription("payouts.payout.approved", "payout.approved", PayoutApprovedSchema),
   payoutSubscription("payouts.payout.rejected", "payout.rejected", PayoutRejectedSchema),
   payoutSubscription("payouts.payout.completed", "payout.completed", PayoutCompletedSchema),
+  customerErased,
 ];
