@@ -1,7 +1,9 @@
 import { AckPolicy, DeliverPolicy, type JetStreamClient, type JetStreamManager, type JsMsg } from "nats";
+import { Counter, Gauge } from "prom-client";
 import type { Sql, TransactionSql } from "./db.js";
 import { domainSubject, streamRetentionMs, wireSubject } from "./events.js";
 import type { Logger } from "./logger.js";
+import { metricsRegistry, sampleOnScrape } from "./metrics.js";
 import { contextFromNatsHeaders, withConsumerSpan } from "./tracing.js";
 
 /** A message that cannot be decoded: it is terminated, never redelivered. */
@@ -44,6 +46,32 @@ export interface DurableConsumer {
 
 const retryDelaysMs = [1000, 5000, 15_000, 60_000];
 
+const registers = [metricsRegistry];
+const pending = new Gauge({
+  name: "consumer_pending_events",
+  help: "Events in the stream not yet delivered to the durable consumer (its lag).",
+  labelNames: ["durable"],
+  registers,
+});
+const unacknowledged = new Gauge({
+  name: "consumer_unacknowledged_events",
+  help: "Events delivered to the durable consumer and not yet acknowledged (in progress or awaiting redelivery).",
+  labelNames: ["durable"],
+  registers,
+});
+const outcomes = new Counter({
+  name: "consumer_events_total",
+  help: "Deliveries handled by this process, by outcome: applied, duplicate (already applied), skipped (changes nothing), retried (nak), terminated (undecodable).",
+  labelNames: ["durable", "outcome"],
+  registers,
+});
+const redeliveries = new Counter({
+  name: "consumer_redeliveries_total",
+  help: "Deliveries that were redeliveries (after a nak, an expired ack wait or a crash).",
+  labelNames: ["durable"],
+  registers,
+});
+
 /**
  * Consumes a subject with a durable, explicitly acked JetStream consumer and applies each event
  * exactly once: the event id (Nats-Msg-Id) is recorded in `applied_events` in the transaction
@@ -62,39 +90,51 @@ export async function startDurableConsumer(options: DurableConsumerOptions): Pro
   });
   const consumer = await js.consumers.get(stream, durable);
   const messages = await consumer.consume({ max_messages: 64 });
+  const stopSampling = sampleOnScrape(`consumer ${durable}`, async () => {
+    const info = await jsm.consumers.info(stream, durable);
+    pending.set({ durable }, info.num_pending);
+    unacknowledged.set({ durable }, info.num_ack_pending);
+  });
 
   const apply = async (msg: JsMsg) => {
+    if (msg.info.redelivered) redeliveries.inc({ durable });
     const id = msg.headers?.get("Nats-Msg-Id") ?? "";
     if (!id) {
       logger.error({ subject: msg.subject, seq: msg.seq }, "event without Nats-Msg-Id; terminated");
       msg.term();
+      outcomes.inc({ durable, outcome: "terminated" });
       return;
     }
     const event = { id, subject: domainSubject(namespace, msg.subject), data: msg.data };
     try {
       if (options.changesNothing?.(event)) {
         msg.ack();
+        outcomes.inc({ durable, outcome: "skipped" });
         return;
       }
-      await withConsumerSpan(`consume ${options.subject}`, contextFromNatsHeaders(msg.headers), () =>
+      const applied = await withConsumerSpan(`consume ${options.subject}`, contextFromNatsHeaders(msg.headers), () =>
         sql.begin(async (tx) => {
           const [fresh] = await tx`
             insert into applied_events (consumer, event_id) values (${durable}, ${id})
             on conflict do nothing returning event_id`;
-          if (!fresh) return;
+          if (!fresh) return false;
           await options.handle(tx, event);
+          return true;
         }),
       );
       msg.ack();
+      outcomes.inc({ durable, outcome: applied ? "applied" : "duplicate" });
     } catch (error) {
       if (error instanceof UndecodableEvent) {
         logger.error({ err: error, eventId: id }, "undecodable event; terminated");
         msg.term();
+        outcomes.inc({ durable, outcome: "terminated" });
         return;
       }
       const delay = retryDelaysMs[Math.min(msg.info.redeliveryCount - 1, retryDelaysMs.length - 1)] ?? 1000;
       logger.warn({ err: error, eventId: id, retryInMs: delay }, "event not applied; will retry");
       msg.nak(delay);
+      outcomes.inc({ durable, outcome: "retried" });
     }
   };
 
@@ -104,8 +144,11 @@ export async function startDurableConsumer(options: DurableConsumerOptions): Pro
 
   return {
     async stop() {
+      stopSampling();
       messages.stop();
       await loop;
+      pending.remove({ durable });
+      unacknowledged.remove({ durable });
     },
   };
 }

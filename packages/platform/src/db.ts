@@ -1,3 +1,4 @@
+import { hostname } from "node:os";
 import postgres from "postgres";
 
 export type Sql = postgres.Sql<Record<string, never>>;
@@ -24,9 +25,15 @@ export interface SqlOptions {
   /** The service's own schema; it is the only one on the search path. */
   schema: string;
   max?: number;
-  /** Used in pg_stat_activity, so an operator sees which service holds a connection. */
+  /**
+   * The service's name. pg_stat_activity shows `<applicationName> <host>:<pid>`, so an operator
+   * sees which replica holds a connection, and the pool metrics count this process's connections.
+   */
   applicationName: string;
 }
+
+/** Postgres keeps 63 bytes of an application_name. */
+const processApplicationName = (service: string) => `${service} ${hostname()}:${process.pid}`.slice(0, 63);
 
 /** One pool per service, bound to the service's schema. Rows come back in camelCase. */
 export function createSql(url: string, options: SqlOptions): Sql {
@@ -36,7 +43,7 @@ export function createSql(url: string, options: SqlOptions): Sql {
     connect_timeout: 5,
     transform: postgres.camel,
     types: { int8: int8AsNumber },
-    connection: { search_path: options.schema, application_name: options.applicationName },
+    connection: { search_path: options.schema, application_name: processApplicationName(options.applicationName) },
     onnotice: () => {},
   }) as unknown as Sql;
 }

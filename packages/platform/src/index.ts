@@ -10,6 +10,7 @@ export * from "./http-drain.js";
 export * from "./ids.js";
 export * from "./job-worker.js";
 export * from "./logger.js";
+export * from "./metrics.js";
 export * from "./migrate.js";
 export * from "./outbox-relay.js";
 export * from "./page-token.js";

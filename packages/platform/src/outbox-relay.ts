@@ -1,7 +1,9 @@
 import type { JetStreamClient } from "nats";
+import { Counter, Gauge } from "prom-client";
 import type { Sql } from "./db.js";
 import { wireSubject } from "./events.js";
 import type { Logger } from "./logger.js";
+import { metricsRegistry, sampleOnScrape } from "./metrics.js";
 import { toNatsHeaders } from "./tracing.js";
 
 export interface OutboxRelayOptions {
@@ -23,6 +25,49 @@ export interface OutboxRelay {
   stop(): Promise<void>;
 }
 
+const registers = [metricsRegistry];
+const backlog = new Gauge({
+  name: "outbox_backlog_events",
+  help: "Events committed but not yet published to JetStream.",
+  labelNames: ["schema"],
+  registers,
+});
+const oldestAge = new Gauge({
+  name: "outbox_oldest_event_age_seconds",
+  help: "Age of the oldest unpublished event (0 when the outbox is empty): how late consumers hear of changes.",
+  labelNames: ["schema"],
+  registers,
+});
+const published = new Counter({
+  name: "outbox_published_events_total",
+  help: "Events this process published from the outbox.",
+  labelNames: ["schema"],
+  registers,
+});
+const publishFailures = new Counter({
+  name: "outbox_publish_failures_total",
+  help: "Publish batches that failed (NATS or the database unavailable); the rows stay and are retried.",
+  labelNames: ["schema"],
+  registers,
+});
+
+/** Samples the outbox's backlog and the age of its oldest row at every scrape. */
+export function observeOutbox(sql: Sql, schema: string): () => void {
+  const unregister = sampleOnScrape(`outbox ${schema}`, async () => {
+    const [row] = await sql<{ events: number; oldestSeconds: number }[]>`
+      select count(*)::int as events,
+             coalesce(extract(epoch from now() - min(created_at)), 0)::float8 as oldest_seconds
+      from outbox`;
+    backlog.set({ schema }, row?.events ?? 0);
+    oldestAge.set({ schema }, Math.max(0, row?.oldestSeconds ?? 0));
+  });
+  return () => {
+    unregister();
+    backlog.remove({ schema });
+    oldestAge.remove({ schema });
+  };
+}
+
 /**
  * Publishes outbox rows to JetStream in commit order, with the event id as `Nats-Msg-Id` so the
  * stream drops a re-publish after a crash between publish and delete. Rows are locked with SKIP
@@ -39,6 +84,7 @@ export function startOutboxRelay(options: OutboxRelayOptions): OutboxRelay {
   // at once instead of being lost.
   let notified = false;
   let failures = 0;
+  const stopObserving = observeOutbox(sql, schema);
 
   // Taken by one DELETE … RETURNING in the transaction that publishes: if a publish fails, the
   // transaction rolls back and the rows are there again. RETURNING keeps no order, so the rows
@@ -68,9 +114,10 @@ export function startOutboxRelay(options: OutboxRelayOptions): OutboxRelay {
   const flush = async () => {
     let total = 0;
     for (;;) {
-      const published = await publishBatch();
-      total += published;
-      if (published < batchSize) return total;
+      const count = await publishBatch();
+      published.inc({ schema }, count);
+      total += count;
+      if (count < batchSize) return total;
     }
   };
 
@@ -106,6 +153,7 @@ export function startOutboxRelay(options: OutboxRelayOptions): OutboxRelay {
         await sleep(pollMs);
       } catch (error) {
         failures += 1;
+        publishFailures.inc({ schema });
         const backoff = Math.min(pollMs * 2 ** failures, 30_000);
         logger.warn({ err: error, retryInMs: backoff }, "outbox relay failed to publish; will retry");
         await sleep(backoff, false);
@@ -117,6 +165,7 @@ export function startOutboxRelay(options: OutboxRelayOptions): OutboxRelay {
     flush,
     async stop() {
       stopped = true;
+      stopObserving();
       onNotify();
       await loop;
       await (await listening)?.unlisten();

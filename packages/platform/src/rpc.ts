@@ -15,6 +15,7 @@ import type { NatsConnection } from "nats";
 import { isConnectionError, type Sql } from "./db.js";
 import { DomainError, toConnectError } from "./errors.js";
 import type { Logger } from "./logger.js";
+import { clientMetrics, serverMetrics } from "./metrics.js";
 import { clientTracing, serverTracing } from "./tracing.js";
 
 /** Answers whether the process can serve: its database and broker respond. */
@@ -105,7 +106,8 @@ export async function startRpcServer(options: RpcServerOptions): Promise<RpcServ
       .catch(() => false));
 
   const handler = connectNodeAdapter({
-    interceptors: [serverTracing, errorMapping(logger)],
+    // Metrics outermost: they count the code the caller gets, after errors are mapped.
+    interceptors: [serverMetrics, serverTracing, errorMapping(logger)],
     routes: (router) => {
       options.routes(router);
       router.service(Health, healthService(isServing));
@@ -171,7 +173,7 @@ export function createRpcTransport(baseUrl: string, options: RpcTransportOptions
     baseUrl,
     httpVersion: "2",
     useBinaryFormat: true,
-    interceptors: [clientTracing],
+    interceptors: [clientMetrics, clientTracing],
     defaultTimeoutMs: options.timeoutMs ?? 5000,
     acceptCompression: [],
     pingIntervalMs: 15_000,
