@@ -7,6 +7,8 @@ export const gatewayConfigShape = {
   ...baseConfigShape,
   PORT: port(8080),
   HOST: z.string().min(1).default("127.0.0.1"),
+  /** Prometheus metrics (GET /metrics), on HOST; never the public port. */
+  METRICS_PORT: port(9080),
   PARTNERS_URL: z.url().default("http://127.0.0.1:7101"),
   LEDGER_URL: z.url().default("http://127.0.0.1:7102"),
   PAYOUTS_URL: z.url().default("http://127.0.0.1:7103"),

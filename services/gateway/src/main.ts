@@ -5,6 +5,7 @@ import {
   exitOnUnhandledFailure,
   gracefulHttpClose,
   onShutdown,
+  startMetricsServer,
 } from "@affiliate/platform";
 import { LedgerService } from "@affiliate/proto/ledger";
 import { NotifierService } from "@affiliate/proto/notifier";
@@ -49,6 +50,7 @@ const ready = gatewayReadiness({
 });
 const app = buildServer({ partners, ledger, payouts, notifier, privacy, ready, logger, config, keyCache });
 const closeConnections = gracefulHttpClose(app.server);
+const metrics = await startMetricsServer({ port: config.METRICS_PORT, host: config.HOST, logger, service: "gateway" });
 await app.listen({ port: config.PORT, host: config.HOST });
 
 onShutdown(logger, [
@@ -56,4 +58,5 @@ onShutdown(logger, [
   ["stop accepting requests and finish in-flight ones", closeConnections],
   ["close the app", () => app.close()],
   ["stop following key rotations", () => evictions.stop()],
+  ["metrics", () => metrics.close()],
 ]);

@@ -1,6 +1,6 @@
 import { randomUUID } from "node:crypto";
 import type { IncomingMessage } from "node:http";
-import type { Logger } from "@affiliate/platform";
+import { type Logger, observeHttpRequest } from "@affiliate/platform";
 import type { LedgerService } from "@affiliate/proto/ledger";
 import type { NotifierService } from "@affiliate/proto/notifier";
 import type { PartnersService } from "@affiliate/proto/partners";
@@ -104,6 +104,12 @@ export function buildServer(deps: GatewayDeps): FastifyInstance {
     trace.getActiveSpan()?.setAttribute("http.request_id", request.id);
   });
   app.addHook("onResponse", async (request, reply) => {
+    observeHttpRequest({
+      method: request.method,
+      route: request.routeOptions.url,
+      statusCode: reply.statusCode,
+      seconds: reply.elapsedTime / 1000,
+    });
     request.log.info(
       {
         method: request.method,

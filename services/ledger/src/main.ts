@@ -14,6 +14,7 @@ import {
   onShutdown,
   PageTokens,
   purgeAppliedEvents,
+  startMetricsServer,
   startOutboxRelay,
   startPeriodicJob,
   startRpcServer,
@@ -76,6 +77,13 @@ const payoutEvents = await consumePayoutEvents({
   logger,
 });
 
+const metrics = await startMetricsServer({
+  port: config.METRICS_PORT,
+  host: config.RPC_HOST,
+  logger,
+  sql,
+  service: "ledger",
+});
 const server = await startRpcServer({
   port: config.RPC_PORT,
   host: config.RPC_HOST,
@@ -93,5 +101,6 @@ onShutdown(logger, [
   ["partners events", () => following.stop()],
   ["outbox relay", () => relay.stop()],
   ["nats", () => nats.drain()],
+  ["metrics", () => metrics.close()],
   ["database", () => sql.end({ timeout: 5 })],
 ]);

@@ -8,6 +8,7 @@ import {
   exitOnUnhandledFailure,
   onShutdown,
   PageTokens,
+  startMetricsServer,
   startOutboxRelay,
   startRpcServer,
 } from "@affiliate/platform";
@@ -22,6 +23,13 @@ const nats = await connectNats(config.NATS_URL, "partners");
 await ensureStream(await nats.jetstreamManager(), { service: "partners", namespace: config.EVENTS_NAMESPACE });
 const relay = startOutboxRelay({ sql, js: nats.jetstream(), schema, namespace: config.EVENTS_NAMESPACE, logger });
 
+const metrics = await startMetricsServer({
+  port: config.METRICS_PORT,
+  host: config.RPC_HOST,
+  logger,
+  sql,
+  service: "partners",
+});
 const server = await startRpcServer({
   port: config.RPC_PORT,
   host: config.RPC_HOST,
@@ -34,5 +42,6 @@ onShutdown(logger, [
   ["rpc server", () => server.close()],
   ["outbox relay", () => relay.stop()],
   ["nats", () => nats.drain()],
+  ["metrics", () => metrics.close()],
   ["database", () => sql.end({ timeout: 5 })],
 ]);

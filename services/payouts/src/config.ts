@@ -5,6 +5,8 @@ export const configShape = {
   ...baseConfigShape,
   RPC_PORT: port(7103),
   RPC_HOST: z.string().default("127.0.0.1"),
+  /** Prometheus metrics (GET /metrics), on RPC_HOST; never the RPC port. */
+  METRICS_PORT: port(9103),
   PARTNERS_URL: z.string().url().default("http://127.0.0.1:7101"),
   LEDGER_URL: z.string().url().default("http://127.0.0.1:7102"),
   /** Signs page tokens; must be equal on every replica. */

@@ -11,6 +11,7 @@ import {
   onShutdown,
   PageTokens,
   purgeAppliedEvents,
+  startMetricsServer,
   startOutboxRelay,
   startPeriodicJob,
   startRpcServer,
@@ -74,6 +75,13 @@ const stopSchedule =
       })
     : async () => {};
 
+const metrics = await startMetricsServer({
+  port: config.METRICS_PORT,
+  host: config.RPC_HOST,
+  logger,
+  sql,
+  service: "payouts",
+});
 const server = await startRpcServer({
   port: config.RPC_PORT,
   host: config.RPC_HOST,
@@ -90,5 +98,6 @@ onShutdown(logger, [
   ["refund consumer", () => refunds.stop()],
   ["outbox relay", () => relay.stop()],
   ["nats", () => nats.drain()],
+  ["metrics", () => metrics.close()],
   ["database", () => sql.end({ timeout: 5 })],
 ]);

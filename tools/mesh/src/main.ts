@@ -4,12 +4,12 @@
  * drains every service once and exits 0.
  *
  * Configuration: DATABASE_URL, NATS_URL, HOST, PORT (contract section 1); <SERVICE>_RPC_PORT
- * (e.g. PARTNERS_RPC_PORT) moves an internal service; anything else in the environment reaches
- * every service.
+ * (e.g. PARTNERS_RPC_PORT) moves an internal service, <SERVICE>_METRICS_PORT its metrics; anything
+ * else in the environment reaches every service.
  */
 import { assertNodeRuntime } from "@affiliate/runtime";
 import { MeshError, startMesh } from "./mesh.js";
-import { portVariable, services } from "./services.js";
+import { metricsPortVariable, portVariable, services } from "./services.js";
 
 assertNodeRuntime("npm start");
 
@@ -22,6 +22,12 @@ const options = {
   servicePorts: Object.fromEntries(
     services.flatMap((s) => {
       const value = s.protocol === "rpc" ? env[portVariable(s)] : undefined;
+      return value ? [[s.name, Number(value)]] : [];
+    }),
+  ),
+  metricsPorts: Object.fromEntries(
+    services.flatMap((s) => {
+      const value = env[metricsPortVariable(s)];
       return value ? [[s.name, Number(value)]] : [];
     }),
   ),
@@ -48,6 +54,8 @@ for (const signal of ["SIGINT", "SIGTERM", "SIGHUP"] as const) process.on(signal
 try {
   const mesh = await starting;
   process.stderr.write(`mesh ready: gateway on ${mesh.gatewayUrl} (Ctrl-C stops it)\n`);
+  const metrics = Object.entries(mesh.metricsUrls).map(([name, url]) => `${name} ${url}`);
+  process.stderr.write(`metrics: ${metrics.join(", ")}\n`);
   // From here on the supervisor keeps the services up; the signal handlers end the process.
 } catch (error) {
   // An interrupted start-up is reported by the signal handler, which exits.

@@ -4,7 +4,7 @@ import http2 from "node:http2";
 import { createServer } from "node:net";
 import { join } from "node:path";
 import { preflight } from "./preflight.js";
-import { portVariable, repositoryRoot, type ServiceDefinition, services } from "./services.js";
+import { metricsPortVariable, portVariable, repositoryRoot, type ServiceDefinition, services } from "./services.js";
 
 export interface MeshOptions {
   databaseUrl: string;
@@ -14,6 +14,11 @@ export interface MeshOptions {
   port: number;
   /** Ports of the internal services by name; defaults to each service's default port. */
   servicePorts?: Record<string, number>;
+  /**
+   * METRICS_PORT of each service by name. A service not named here gets its default metrics port,
+   * or any free port when that one is taken (several meshes on one machine).
+   */
+  metricsPorts?: Record<string, number>;
   /** Extra environment for every service (EVENTS_NAMESPACE, OTEL_*, rate limits…). */
   env?: Record<string, string>;
   /** "inherit" streams the services' JSON logs; "pipe" keeps the last lines for diagnostics. */
@@ -33,6 +38,8 @@ export interface Mesh {
   gatewayUrl: string;
   /** The internal URL of each service, by name. */
   urls: Record<string, string>;
+  /** Where each service serves its Prometheus metrics, by name. */
+  metricsUrls: Record<string, string>;
   /** Each service's current process id, by name (a restarted service has a new one). */
   pids: Record<string, number>;
   /** The last lines the services and the supervisor printed (only with output "pipe"). */
@@ -103,6 +110,18 @@ function portIsFree(port: number, host: string): Promise<boolean> {
   });
 }
 
+/** A port the system just gave out as free. */
+function anyFreePort(host: string): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.once("error", reject);
+    server.listen(0, host, () => {
+      const address = server.address();
+      server.close(() => resolve(typeof address === "object" && address ? address.port : 0));
+    });
+  });
+}
+
 /** Runs `node dist/migrate.js` of every service that owns a schema, one after another. */
 async function migrateAll(env: NodeJS.ProcessEnv, output: "inherit" | "pipe", lines: string[]): Promise<void> {
   for (const service of services.filter((s) => s.migrates)) {
@@ -141,6 +160,8 @@ const inSeconds = (ms: number) => `${ms / 1000} s`;
 interface Supervised {
   service: ServiceDefinition;
   port: number;
+  /** Chosen at the first launch and kept across restarts. */
+  metricsPort?: number;
   child?: ChildProcess;
   /** Down on purpose (stop, stopService): its exit is not a crash and it is not restarted. */
   held: boolean;
@@ -198,14 +219,28 @@ export async function startMesh(options: MeshOptions): Promise<Mesh> {
   const launch = async (entry: Supervised) => {
     const { service, port } = entry;
     const host = service.protocol === "http" ? options.host : "127.0.0.1";
-    if (!(await portIsFree(port, host))) {
-      throw new MeshError(
-        `port ${port} for ${service.name} is already in use (another mesh?); stop it or set ${portVariable(service)}`,
-      );
+    entry.metricsPort ??=
+      options.metricsPorts?.[service.name] ??
+      ((await portIsFree(service.defaultMetricsPort, host)) ? service.defaultMetricsPort : await anyFreePort(host));
+    const { metricsPort } = entry;
+    for (const [taken, variable] of [
+      [port, portVariable(service)],
+      [metricsPort, metricsPortVariable(service)],
+    ] as const) {
+      if (!(await portIsFree(taken, host))) {
+        throw new MeshError(
+          `port ${taken} for ${service.name} is already in use (another mesh?); stop it or set ${variable}`,
+        );
+      }
     }
     const child = spawn(process.execPath, ["--import", "@affiliate/platform/instrumentation", "dist/main.js"], {
       cwd: join(repositoryRoot, service.directory),
-      env: { ...baseEnv, OTEL_SERVICE_NAME: service.name, ...service.listenEnv(port, host) },
+      env: {
+        ...baseEnv,
+        OTEL_SERVICE_NAME: service.name,
+        METRICS_PORT: String(metricsPort),
+        ...service.listenEnv(port, host),
+      },
       stdio: ["ignore", output, output, "ipc"],
       detached: true,
     });
@@ -297,6 +332,14 @@ export async function startMesh(options: MeshOptions): Promise<Mesh> {
   return {
     gatewayUrl: `http://${options.host.includes(":") ? `[${options.host}]` : options.host}:${options.port}`,
     urls: Object.fromEntries([...supervised].map(([name, { port }]) => [name, `http://127.0.0.1:${port}`])),
+    get metricsUrls() {
+      return Object.fromEntries(
+        [...supervised].map(([name, { service, metricsPort }]) => {
+          const host = service.protocol === "http" && options.host !== "0.0.0.0" ? options.host : "127.0.0.1";
+          return [name, `http://${host.includes(":") ? `[${host}]` : host}:${metricsPort}/metrics`];
+        }),
+      );
+    },
     get pids() {
       return Object.fromEntries([...supervised].map(([name, { child }]) => [name, child?.pid ?? 0]));
     },

@@ -16,19 +16,22 @@ export interface ServiceDefinition {
   /** "rpc": HTTP/2 cleartext with /readyz; "http": the public HTTP/1.1 gateway. */
   protocol: "rpc" | "http";
   defaultPort: number;
+  /** Where its Prometheus metrics are served (METRICS_PORT): 91xx for an RPC service on 71xx. */
+  defaultMetricsPort: number;
 }
 
 /**
  * An internal service in `services/<name>`: it owns a schema, listens for RPC on `RPC_PORT`,
  * and its callers find it at `<NAME>_URL`.
  */
-function rpcService(name: string, defaultPort: number): ServiceDefinition {
+function rpcService(name: string, defaultPort: number, defaultMetricsPort: number): ServiceDefinition {
   return {
     name,
     directory: `services/${name}`,
     migrates: true,
     protocol: "rpc",
     defaultPort,
+    defaultMetricsPort,
     listenEnv: (port, host) => ({ RPC_PORT: String(port), RPC_HOST: host }),
     addressEnv: (port) => ({ [urlVariable(name)]: `http://127.0.0.1:${port}` }),
   };
@@ -39,10 +42,10 @@ function rpcService(name: string, defaultPort: number): ServiceDefinition {
  * last and is the only public listener. A new service is one line here.
  */
 export const services: ServiceDefinition[] = [
-  rpcService("partners", 7101),
-  rpcService("ledger", 7102),
-  rpcService("payouts", 7103),
-  rpcService("notifier", 7105),
+  rpcService("partners", 7101, 9101),
+  rpcService("ledger", 7102, 9102),
+  rpcService("payouts", 7103, 9103),
+  rpcService("notifier", 7105, 9105),
   {
     name: "privacy",
     directory: "services/privacy",
@@ -58,6 +61,7 @@ export const services: ServiceDefinition[] = [
     migrates: false,
     protocol: "http",
     defaultPort: 8080,
+    defaultMetricsPort: 9080,
     listenEnv: (port, host) => ({ PORT: String(port), HOST: host }),
   },
 ];
@@ -65,6 +69,11 @@ export const services: ServiceDefinition[] = [
 /** The variable that moves a service's port under `npm start`: `PORT` for the gateway, else `<NAME>_RPC_PORT`. */
 export function portVariable(service: ServiceDefinition): string {
   return service.protocol === "http" ? "PORT" : `${service.name.toUpperCase()}_RPC_PORT`;
+}
+
+/** The variable that moves a service's metrics under `npm start`: `<NAME>_METRICS_PORT`. */
+export function metricsPortVariable(service: ServiceDefinition): string {
+  return `${service.name.toUpperCase()}_METRICS_PORT`;
 }
 
 /** The variable callers read to reach an internal service: `<NAME>_URL`. */
