@@ -1,3 +1,5 @@
+import type { EventType } from "@affiliate/proto/events";
+import { type DescMessage, fromBinary, type MessageShape } from "@bufbuild/protobuf";
 import { AckPolicy, DeliverPolicy, type JetStreamClient, type JetStreamManager, type JsMsg } from "nats";
 import { Counter, Gauge } from "prom-client";
 import type { Sql, TransactionSql } from "./db.js";
@@ -9,6 +11,18 @@ import { contextFromNatsHeaders, withConsumerSpan } from "./tracing.js";
 /** A message that cannot be decoded: it is terminated, never redelivered. */
 export class UndecodableEvent extends Error {}
 
+/**
+ * The payload of a consumed event as the message its type declares (@affiliate/proto/events);
+ * UndecodableEvent when the bytes are not one, so the consumer terminates it.
+ */
+export function decodeEvent<Desc extends DescMessage>(event: EventType<Desc>, data: Uint8Array): MessageShape<Desc> {
+  try {
+    return fromBinary(event.schema, data);
+  } catch (error) {
+    throw new UndecodableEvent(`cannot decode ${event.subject} as ${event.schema.typeName}: ${String(error)}`);
+  }
+}
+
 export interface DurableConsumerOptions {
   sql: Sql;
   js: JetStreamClient;
@@ -17,7 +31,7 @@ export interface DurableConsumerOptions {
   stream: string;
   /** Durable name, unique per consuming service and purpose; also the applied-events scope. */
   durable: string;
-  /** Domain subject filter, e.g. "ledger.commission.refunded". */
+  /** Domain subject filter: an event type's subject (ledgerEvents.commissionRefunded.subject). */
   subject: string;
   namespace: string;
   logger: Logger;

@@ -1,3 +1,4 @@
+import type { EventType } from "@affiliate/proto/events";
 import { type DescMessage, type MessageShape, toBinary } from "@bufbuild/protobuf";
 import {
   AckPolicy,
@@ -68,48 +69,47 @@ export async function ensureStream(jsm: JetStreamManager, name: EventStreamName)
 
 /**
  * Writes an event into the outbox of the transaction `tx`: it is published if and only if the
- * transaction commits. `subject` is the domain subject ("partners.partnership.created"). Every
- * event message carries its own `id` (made with `newId("evt")`), which becomes the outbox key
- * and the `Nats-Msg-Id`.
+ * transaction commits. `event` comes from the registry in @affiliate/proto/events, which pairs
+ * the subject ("partners.partnership.created") with the message the payload must be. Every event
+ * message carries its own `id` (made with `newId("evt")`), which becomes the outbox key and the
+ * `Nats-Msg-Id`.
  */
 export async function enqueueEvent<Desc extends DescMessage>(
   tx: Queryable,
-  subject: string,
-  schema: Desc,
+  event: EventType<Desc>,
   message: MessageShape<Desc> & { id: string },
 ): Promise<void> {
   const { id } = message;
-  const bytes = toBinary(schema, message);
+  const bytes = toBinary(event.schema, message);
   await tx`
     insert into outbox (id, subject, payload, headers)
-    values (${id}, ${subject}, ${Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength)},
+    values (${id}, ${event.subject}, ${Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength)},
             ${tx.json(currentTraceHeaders())})`;
 }
 
 /**
- * Writes many events of one subject into the outbox of `tx` with one statement, as enqueueEvent
+ * Writes many events of one type into the outbox of `tx` with one statement, as enqueueEvent
  * writes one: for a use case that changes many records at once (a payout generation's batch).
  * Their `seq` follows the order given. The outbox trigger notifies per statement, so the relay
  * is woken once for all of them.
  */
 export async function enqueueEvents<Desc extends DescMessage>(
   tx: Queryable,
-  subject: string,
-  schema: Desc,
+  event: EventType<Desc>,
   messages: (MessageShape<Desc> & { id: string })[],
 ): Promise<void> {
   if (messages.length === 0) return;
   const ids = messages.map((message) => message.id);
   // As base64 text: postgres.js binds a bytea[] parameter only once the pool knows its array types.
   const payloads = messages.map((message) => {
-    const bytes = toBinary(schema, message);
+    const bytes = toBinary(event.schema, message);
     return Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString("base64");
   });
   await tx`
     insert into outbox (id, subject, payload, headers)
-    select event.id, ${subject}, decode(event.payload, 'base64'), ${tx.json(currentTraceHeaders())}
-    from unnest(${ids}::text[], ${payloads}::text[]) with ordinality as event(id, payload, position)
-    order by event.position`;
+    select item.id, ${event.subject}, decode(item.payload, 'base64'), ${tx.json(currentTraceHeaders())}
+    from unnest(${ids}::text[], ${payloads}::text[]) with ordinality as item(id, payload, position)
+    order by item.position`;
 }
 
 export { AckPolicy, DeliverPolicy, type JetStreamClient, type JsMsg, type NatsConnection };

@@ -1,3 +1,4 @@
+import type { EventType } from "@affiliate/proto/events";
 import { ProductKeysRotatedSchema } from "@affiliate/proto/partners";
 import { createTestDatabase, createTestNamespace, type TestDatabase, type TestNamespace } from "@affiliate/testing";
 import { create, fromBinary } from "@bufbuild/protobuf";
@@ -16,6 +17,12 @@ import { capturingLogger, eventually, type LogLine, migrationsDirectory, silentL
 
 const schema = "svc";
 const subject = "svc.product.keys_rotated";
+/** A test service's event type, shaped as the registry in @affiliate/proto/events shapes them. */
+const keysRotatedEvent: EventType<typeof ProductKeysRotatedSchema> = {
+  service: "svc",
+  subject,
+  schema: ProductKeysRotatedSchema,
+};
 
 let database: TestDatabase;
 let events: TestNamespace;
@@ -70,7 +77,7 @@ const keysRotated = (productId = "prd_1") =>
 
 /** Enqueues an event in a transaction of its own, as a use case does with its state change. */
 async function enqueue(event = keysRotated()) {
-  await sql.begin((tx) => enqueueEvent(tx, subject, ProductKeysRotatedSchema, event));
+  await sql.begin((tx) => enqueueEvent(tx, keysRotatedEvent, event));
   return event;
 }
 
@@ -114,7 +121,7 @@ describe("outbox relay", () => {
     const rolledBack = keysRotated("prd_rolled_back");
     await expect(
       sql.begin(async (tx) => {
-        await enqueueEvent(tx, subject, ProductKeysRotatedSchema, rolledBack);
+        await enqueueEvent(tx, keysRotatedEvent, rolledBack);
         throw new Error("use case failed after writing its event");
       }),
     ).rejects.toThrow("use case failed");
@@ -168,8 +175,8 @@ describe("outbox relay", () => {
 
     const batch = Array.from({ length: 5 }, (_, i) => keysRotated(`prd_batch_${i}`));
     await sql.begin(async (tx) => {
-      await enqueueEvents(tx, subject, ProductKeysRotatedSchema, batch);
-      await enqueueEvents(tx, subject, ProductKeysRotatedSchema, []);
+      await enqueueEvents(tx, keysRotatedEvent, batch);
+      await enqueueEvents(tx, keysRotatedEvent, []);
     });
 
     // Published by NOTIFY (a minute between polls), in the order given, each as it was written.
@@ -260,7 +267,7 @@ describe("outbox relay", () => {
       const tracer = trace.getTracer("platform-test");
       const event = keysRotated();
       const spanContext = await tracer.startActiveSpan("rotate keys", async (span) => {
-        await sql.begin((tx) => enqueueEvent(tx, subject, ProductKeysRotatedSchema, event));
+        await sql.begin((tx) => enqueueEvent(tx, keysRotatedEvent, event));
         span.end();
         return span.spanContext();
       });

@@ -6,13 +6,14 @@ import {
   type NatsConnection,
   wireSubject,
 } from "@affiliate/platform";
+import { partnersEvents } from "@affiliate/proto/events";
 import { KeyMode, ProductKeysRotatedSchema } from "@affiliate/proto/partners";
 import { createTestNamespace } from "@affiliate/testing";
 import { create, toBinary } from "@bufbuild/protobuf";
 import { Events, type Status } from "nats";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { KeyCache } from "../src/auth/key-cache.js";
-import { evictOnKeysRotated, keysRotatedSubject, startKeyEvictions } from "../src/auth/key-evictions.js";
+import { evictOnKeysRotated, startKeyEvictions } from "../src/auth/key-evictions.js";
 import { createGateway } from "./support/harness.js";
 
 const logger = createLogger("gateway-test", "silent");
@@ -288,7 +289,10 @@ describe("key evictions over the real NATS", () => {
       const event = create(ProductKeysRotatedSchema, { id: "evt_rotation", productId: product.productId });
       await publisher
         .jetstream()
-        .publish(wireSubject(namespace, keysRotatedSubject), toBinary(ProductKeysRotatedSchema, event));
+        .publish(
+          wireSubject(namespace, partnersEvents.productKeysRotated.subject),
+          toBinary(ProductKeysRotatedSchema, event),
+        );
       // The contract's bound: old keys get 401 from every replica within 1 s of the rotation.
       await waitFor(async () => (await call("GET", "/api/v1/program")).statusCode === 401, 1000);
       const old = await call("GET", "/api/v1/program");

@@ -1,11 +1,6 @@
 import { followWhileConnected, type Logger, type NatsConnection, streamName } from "@affiliate/platform";
-import {
-  PartnershipStatus,
-  PartnershipStatusChangedSchema,
-  type PartnersService,
-  ProgramUpdatedSchema,
-  type ResolveAttributionResponse,
-} from "@affiliate/proto/partners";
+import { partnersEvents } from "@affiliate/proto/events";
+import { PartnershipStatus, type PartnersService, type ResolveAttributionResponse } from "@affiliate/proto/partners";
 import { fromBinary } from "@bufbuild/protobuf";
 import { type Client, Code, ConnectError } from "@connectrpc/connect";
 import type { Attribution } from "./domain/types.js";
@@ -106,11 +101,12 @@ export class CachedPartnersDirectory implements PartnersDirectory {
 /** Evicts the product a partners status or program event concerns. */
 export function evictOnPartnersEvent(directory: CachedPartnersDirectory) {
   return ({ subject, data }: { subject: string; data: Uint8Array }): void => {
-    if (subject === "partners.partnership.status_changed") {
-      const productId = fromBinary(PartnershipStatusChangedSchema, data).partnership?.productId;
+    const { partnershipStatusChanged, programUpdated } = partnersEvents;
+    if (subject === partnershipStatusChanged.subject) {
+      const productId = fromBinary(partnershipStatusChanged.schema, data).partnership?.productId;
       if (productId) directory.evictProduct(productId);
-    } else if (subject === "partners.program.updated") {
-      const productId = fromBinary(ProgramUpdatedSchema, data).program?.productId;
+    } else if (subject === programUpdated.subject) {
+      const productId = fromBinary(programUpdated.schema, data).program?.productId;
       if (productId) directory.evictProduct(productId);
     }
   };
@@ -128,7 +124,7 @@ export function followPartnersEvents(options: {
 }): { stop(): Promise<void> } {
   return followWhileConnected({
     connect: options.connect,
-    stream: streamName({ service: "partners", namespace: options.namespace }),
+    stream: streamName({ service: partnersEvents.programUpdated.service, namespace: options.namespace }),
     subject: "partners.>",
     namespace: options.namespace,
     logger: options.logger,

@@ -5,11 +5,11 @@ import {
   type NatsConnection,
   streamName,
 } from "@affiliate/platform";
-import { ProductKeysRotatedSchema } from "@affiliate/proto/partners";
+import { partnersEvents } from "@affiliate/proto/events";
 import { fromBinary } from "@bufbuild/protobuf";
 import type { KeyCache } from "./key-cache.js";
 
-export const keysRotatedSubject = "partners.product.keys_rotated";
+const keysRotated = partnersEvents.productKeysRotated;
 
 /** Evicts the rotated product's keys. An undecodable message still says "some keys changed". */
 export function evictOnKeysRotated(cache: KeyCache, logger: Logger) {
@@ -17,7 +17,7 @@ export function evictOnKeysRotated(cache: KeyCache, logger: Logger) {
     let productId: string;
     let eventId: string;
     try {
-      ({ productId, id: eventId } = fromBinary(ProductKeysRotatedSchema, data));
+      ({ productId, id: eventId } = fromBinary(keysRotated.schema, data));
     } catch (error) {
       cache.evictAll();
       logger.error({ err: error }, "undecodable keys-rotated event; evicted every cached key");
@@ -53,8 +53,8 @@ export function startKeyEvictions(options: KeyEvictionsOptions): KeyEvictions {
   const { cache, logger } = options;
   return followWhileConnected({
     ...options,
-    stream: streamName({ service: "partners", namespace: options.namespace }),
-    subject: keysRotatedSubject,
+    stream: streamName({ service: keysRotated.service, namespace: options.namespace }),
+    subject: keysRotated.subject,
     purpose: "key rotations",
     handle: evictOnKeysRotated(cache, logger),
     onFollowing: (following) => cache.setTrusted(following),

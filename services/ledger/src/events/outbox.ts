@@ -1,29 +1,10 @@
 import { enqueueEvent, newId, type Queryable } from "@affiliate/platform";
-import {
-  CommissionApprovedSchema,
-  CommissionCreatedSchema,
-  CommissionRefundedSchema,
-  CommissionRejectedSchema,
-} from "@affiliate/proto/ledger";
+import { type EventType, ledgerEvents } from "@affiliate/proto/events";
 import { create } from "@bufbuild/protobuf";
 import { timestampNow } from "@bufbuild/protobuf/wkt";
 import type { RefundResult } from "../domain/refund-payment.js";
 import type { Commission } from "../domain/types.js";
 import { commissionStatusToProto, commissionToProto, refundResultToProto } from "../rpc/mappers.js";
-
-/** Subjects of the events this service publishes (stream LEDGER). */
-export const subjects = {
-  commissionCreated: "ledger.commission.created",
-  commissionApproved: "ledger.commission.approved",
-  commissionRejected: "ledger.commission.rejected",
-  commissionRefunded: "ledger.commission.refunded",
-} as const;
-
-const schemas = {
-  commissionCreated: CommissionCreatedSchema,
-  commissionApproved: CommissionApprovedSchema,
-  commissionRejected: CommissionRejectedSchema,
-} as const;
 
 /**
  * The commission as events carry it: ids, amounts and states, without the customer's email or
@@ -38,15 +19,15 @@ function commissionWithoutPersonalData(commission: Commission) {
 /** Writes a commission event into the outbox of the caller's transaction. */
 export function enqueueCommissionEvent(
   tx: Queryable,
-  kind: keyof typeof schemas,
+  kind: "commissionCreated" | "commissionApproved" | "commissionRejected",
   commission: Commission,
 ): Promise<void> {
-  const schema = schemas[kind];
+  // One type for the three events: they share their fields.
+  const event: EventType<(typeof ledgerEvents)[typeof kind]["schema"]> = ledgerEvents[kind];
   return enqueueEvent(
     tx,
-    subjects[kind],
-    schema,
-    create(schema, {
+    event,
+    create(event.schema, {
       id: newId("evt"),
       occurredAt: timestampNow(),
       commission: commissionWithoutPersonalData(commission),
@@ -70,11 +51,11 @@ export function enqueueRefundEvent(
   },
 ): Promise<void> {
   const { before, after } = change;
+  const event = ledgerEvents.commissionRefunded;
   return enqueueEvent(
     tx,
-    subjects.commissionRefunded,
-    CommissionRefundedSchema,
-    create(CommissionRefundedSchema, {
+    event,
+    create(event.schema, {
       id: newId("evt"),
       occurredAt: timestampNow(),
       commission: commissionWithoutPersonalData(after),

@@ -1,5 +1,6 @@
 import {
   type DurableConsumer,
+  decodeEvent,
   ensureStream,
   type JetStreamClient,
   type Logger,
@@ -7,8 +8,8 @@ import {
   startDurableConsumer,
   UndecodableEvent,
 } from "@affiliate/platform";
-import { PayoutCompletedSchema, PayoutRejectedSchema } from "@affiliate/proto/payouts";
-import { fromBinary } from "@bufbuild/protobuf";
+import { payoutsEvents } from "@affiliate/proto/events";
+import type { Payout } from "@affiliate/proto/payouts";
 import type { JetStreamManager } from "nats";
 import { releaseCommissions, settleCommissions } from "../domain/payout-claims.js";
 
@@ -26,37 +27,34 @@ export async function consumePayoutEvents(options: {
   logger: Logger;
 }): Promise<DurableConsumer[]> {
   // Either side may start first; the stream's definition is shared (platform ensureStream).
-  const stream = await ensureStream(options.jsm, { service: "payouts", namespace: options.namespace });
+  const stream = await ensureStream(options.jsm, {
+    service: payoutsEvents.payoutCompleted.service,
+    namespace: options.namespace,
+  });
   const common = { ...options, stream };
   return Promise.all([
     startDurableConsumer({
       ...common,
       durable: "ledger_payout_completed",
-      subject: "payouts.payout.completed",
+      subject: payoutsEvents.payoutCompleted.subject,
       async handle(tx, message) {
-        const payout = decode(() => fromBinary(PayoutCompletedSchema, message.data).payout);
+        const payout = payoutOf(decodeEvent(payoutsEvents.payoutCompleted, message.data));
         await settleCommissions(tx, payout.productId, payout.id);
       },
     }),
     startDurableConsumer({
       ...common,
       durable: "ledger_payout_rejected",
-      subject: "payouts.payout.rejected",
+      subject: payoutsEvents.payoutRejected.subject,
       async handle(tx, message) {
-        const payout = decode(() => fromBinary(PayoutRejectedSchema, message.data).payout);
+        const payout = payoutOf(decodeEvent(payoutsEvents.payoutRejected, message.data));
         await releaseCommissions(tx, payout.productId, [payout.id]);
       },
     }),
   ]);
 }
 
-function decode<T>(read: () => T | undefined): T {
-  let value: T | undefined;
-  try {
-    value = read();
-  } catch (error) {
-    throw new UndecodableEvent(`cannot decode payout event: ${String(error)}`);
-  }
-  if (!value) throw new UndecodableEvent("payout event without a payout");
-  return value;
+function payoutOf(event: { payout?: Payout }): Payout {
+  if (!event.payout) throw new UndecodableEvent("payout event without a payout");
+  return event.payout;
 }

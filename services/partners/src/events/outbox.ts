@@ -1,35 +1,17 @@
 import { enqueueEvent, newId, type Queryable } from "@affiliate/platform";
-import {
-  PartnershipCreatedSchema,
-  PartnershipReactivatedSchema,
-  PartnershipRemovedSchema,
-  PartnershipStatusChangedSchema,
-  ProductKeysRotatedSchema,
-  ProgramUpdatedSchema,
-} from "@affiliate/proto/partners";
+import { partnersEvents } from "@affiliate/proto/events";
 import { create } from "@bufbuild/protobuf";
 import { timestampNow } from "@bufbuild/protobuf/wkt";
 import type { Partnership, PartnershipStatus, Program } from "../domain/types.js";
 import { partnershipToProto, programToProto, statusToProto } from "../rpc/mappers.js";
-
-/** Subjects of the events this service publishes (stream PARTNERS). */
-export const subjects = {
-  partnershipCreated: "partners.partnership.created",
-  partnershipReactivated: "partners.partnership.reactivated",
-  partnershipRemoved: "partners.partnership.removed",
-  partnershipStatusChanged: "partners.partnership.status_changed",
-  productKeysRotated: "partners.product.keys_rotated",
-  programUpdated: "partners.program.updated",
-} as const;
 
 /** Each function writes one event into the outbox of the caller's transaction. */
 export const outbox = {
   partnershipCreated: (tx: Queryable, partnership: Partnership, facts: { newAffiliate: boolean; notify: boolean }) =>
     enqueueEvent(
       tx,
-      subjects.partnershipCreated,
-      PartnershipCreatedSchema,
-      create(PartnershipCreatedSchema, {
+      partnersEvents.partnershipCreated,
+      create(partnersEvents.partnershipCreated.schema, {
         id: newId("evt"),
         occurredAt: timestampNow(),
         partnership: partnershipToProto(partnership),
@@ -40,9 +22,8 @@ export const outbox = {
   partnershipReactivated: (tx: Queryable, partnership: Partnership, facts: { notify: boolean }) =>
     enqueueEvent(
       tx,
-      subjects.partnershipReactivated,
-      PartnershipReactivatedSchema,
-      create(PartnershipReactivatedSchema, {
+      partnersEvents.partnershipReactivated,
+      create(partnersEvents.partnershipReactivated.schema, {
         id: newId("evt"),
         occurredAt: timestampNow(),
         partnership: partnershipToProto(partnership),
@@ -53,9 +34,8 @@ export const outbox = {
   partnershipRemoved: (tx: Queryable, partnership: Partnership) =>
     enqueueEvent(
       tx,
-      subjects.partnershipRemoved,
-      PartnershipRemovedSchema,
-      create(PartnershipRemovedSchema, {
+      partnersEvents.partnershipRemoved,
+      create(partnersEvents.partnershipRemoved.schema, {
         id: newId("evt"),
         occurredAt: timestampNow(),
         partnership: partnershipToProto(partnership),
@@ -65,9 +45,8 @@ export const outbox = {
   partnershipStatusChanged: (tx: Queryable, partnership: Partnership, previousStatus: PartnershipStatus) =>
     enqueueEvent(
       tx,
-      subjects.partnershipStatusChanged,
-      PartnershipStatusChangedSchema,
-      create(PartnershipStatusChangedSchema, {
+      partnersEvents.partnershipStatusChanged,
+      create(partnersEvents.partnershipStatusChanged.schema, {
         id: newId("evt"),
         occurredAt: timestampNow(),
         partnership: partnershipToProto(partnership),
@@ -78,16 +57,18 @@ export const outbox = {
   programUpdated: (tx: Queryable, program: Program) =>
     enqueueEvent(
       tx,
-      subjects.programUpdated,
-      ProgramUpdatedSchema,
-      create(ProgramUpdatedSchema, { id: newId("evt"), occurredAt: timestampNow(), program: programToProto(program) }),
+      partnersEvents.programUpdated,
+      create(partnersEvents.programUpdated.schema, {
+        id: newId("evt"),
+        occurredAt: timestampNow(),
+        program: programToProto(program),
+      }),
     ),
 
   productKeysRotated: (tx: Queryable, productId: string) =>
     enqueueEvent(
       tx,
-      subjects.productKeysRotated,
-      ProductKeysRotatedSchema,
-      create(ProductKeysRotatedSchema, { id: newId("evt"), occurredAt: timestampNow(), productId }),
+      partnersEvents.productKeysRotated,
+      create(partnersEvents.productKeysRotated.schema, { id: newId("evt"), occurredAt: timestampNow(), productId }),
     ),
 };

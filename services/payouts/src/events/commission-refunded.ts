@@ -1,5 +1,6 @@
 import {
   type DurableConsumer,
+  decodeEvent,
   type JetStreamClient,
   type Logger,
   type Sql,
@@ -8,8 +9,8 @@ import {
   type TransactionSql,
   UndecodableEvent,
 } from "@affiliate/platform";
-import { type CommissionRefunded, CommissionRefundedSchema, CommissionStatus } from "@affiliate/proto/ledger";
-import { fromBinary } from "@bufbuild/protobuf";
+import { ledgerEvents } from "@affiliate/proto/events";
+import { CommissionStatus } from "@affiliate/proto/ledger";
 import type { JetStreamManager } from "nats";
 import {
   applyCommissionRefund,
@@ -18,17 +19,11 @@ import {
   refundChangesNothing,
 } from "../domain/apply-commission-refund.js";
 
-export const commissionRefundedSubject = "ledger.commission.refunded";
 export const commissionRefundedDurable = "payouts_commission_refunded";
 
 /** The domain's view of a CommissionRefunded event; UndecodableEvent when it cannot be one. */
 export function decodeCommissionRefunded(eventId: string, data: Uint8Array): CommissionRefund {
-  let event: CommissionRefunded;
-  try {
-    event = fromBinary(CommissionRefundedSchema, data);
-  } catch (error) {
-    throw new UndecodableEvent(`cannot decode CommissionRefunded: ${String(error)}`);
-  }
+  const event = decodeEvent(ledgerEvents.commissionRefunded, data);
   const commission = event.commission;
   if (!commission?.id || !commission.productId || !commission.partnershipId) {
     throw new UndecodableEvent("CommissionRefunded without a commission");
@@ -67,9 +62,9 @@ export function consumeCommissionRefunds(options: {
 }): Promise<DurableConsumer> {
   return startDurableConsumer({
     ...options,
-    stream: streamName({ service: "ledger", namespace: options.namespace }),
+    stream: streamName({ service: ledgerEvents.commissionRefunded.service, namespace: options.namespace }),
     durable: commissionRefundedDurable,
-    subject: commissionRefundedSubject,
+    subject: ledgerEvents.commissionRefunded.subject,
     async handle(tx, message) {
       await handleCommissionRefunded(tx, message);
     },

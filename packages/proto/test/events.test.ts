@@ -1,0 +1,31 @@
+import { describe, expect, it } from "vitest";
+import { allEventTypes, eventTypeOf, ledgerEvents } from "../src/events.js";
+import { file_affiliate_ledger_v1_events } from "../src/gen/affiliate/ledger/v1/events_pb.js";
+import { file_affiliate_partners_v1_events } from "../src/gen/affiliate/partners/v1/events_pb.js";
+import { file_affiliate_payouts_v1_events } from "../src/gen/affiliate/payouts/v1/events_pb.js";
+
+describe("the event registry", () => {
+  it("registers every message of every events.proto, each once", () => {
+    const declared = [
+      file_affiliate_partners_v1_events,
+      file_affiliate_ledger_v1_events,
+      file_affiliate_payouts_v1_events,
+    ]
+      .flatMap((file) => file.messages.map((message) => message.typeName))
+      .sort();
+    expect(allEventTypes.map((event) => event.schema.typeName).sort()).toEqual(declared);
+  });
+
+  it("names subjects <service>.<entity>.<past-tense>, unique, published by the service whose package holds the message", () => {
+    for (const event of allEventTypes) {
+      expect(event.subject).toMatch(/^[a-z]+\.[a-z_]+\.[a-z_]+$/);
+      expect(event.schema.typeName.startsWith(`affiliate.${event.service}.v1.`)).toBe(true);
+    }
+    expect(new Set(allEventTypes.map((event) => event.subject)).size).toBe(allEventTypes.length);
+  });
+
+  it("finds an event type by subject", () => {
+    expect(eventTypeOf("ledger.commission.refunded")).toBe(ledgerEvents.commissionRefunded);
+    expect(eventTypeOf("ledger.commission.exploded")).toBeUndefined();
+  });
+});
