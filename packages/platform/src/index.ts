@@ -1,3 +1,4 @@
+export * from "./balanced-transport.js";
 export * from "./config.js";
 export * from "./consumer.js";
 export * from "./db.js";

@@ -1,7 +1,7 @@
 import http2 from "node:http2";
 import { Health, HealthCheckResponse_ServingStatus } from "@affiliate/proto/health";
 import { PartnersService } from "@affiliate/proto/partners";
-import { Code, ConnectError, type ConnectRouter, createClient } from "@connectrpc/connect";
+import { Code, ConnectError, type ConnectRouter, createClient, type Transport } from "@connectrpc/connect";
 import { createConnectTransport } from "@connectrpc/connect-node";
 import { afterEach, describe, expect, it } from "vitest";
 import { DomainError, fieldErrorsOf } from "../src/errors.js";
@@ -240,7 +240,7 @@ describe("createRpcTransport", () => {
     const server = await serve(undefined, (router) =>
       router.service(PartnersService, { batchGetPartnerships: async () => ({ partnerships }) }),
     );
-    const encodingOf = async (transport: ReturnType<typeof createRpcTransport>) => {
+    const encodingOf = async (transport: Transport) => {
       let encoding: string | null = null;
       const { partnerships: answered } = await createClient(PartnersService, transport).batchGetPartnerships(
         {},
