@@ -222,7 +222,7 @@ export interface MetricsServerOptions {
   logger: Logger;
   /** The service's pool, when it has a database: its use is sampled at each scrape. */
   sql?: Sql;
-  /** The pool's label (the service's name). */
+  /** The service's name: the `service` label of every series, and the pool's label. */
   service: string;
 }
 
@@ -237,6 +237,8 @@ export interface MetricsServer {
  * port: a NetworkPolicy or a firewall can admit the scraper there and nobody else.
  */
 export async function startMetricsServer(options: MetricsServerOptions): Promise<MetricsServer> {
+  // Every series names its service, so dashboards need no relabelling to tell services apart.
+  metricsRegistry.setDefaultLabels({ service: options.service });
   const stopObservingPool = options.sql ? observePool(options.sql, options.service) : () => {};
   const server = http.createServer((req, res) => {
     const path = (req.url ?? "").split("?")[0];
