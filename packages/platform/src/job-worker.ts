@@ -1,6 +1,34 @@
 import { randomUUID } from "node:crypto";
+import { Counter, Gauge } from "prom-client";
 import type { Sql, TransactionSql } from "./db.js";
 import type { Logger } from "./logger.js";
+import { metricsRegistry, sampleOnScrape } from "./metrics.js";
+
+const registers = [metricsRegistry];
+const due = new Gauge({
+  name: "jobs_due",
+  help: "Jobs whose next attempt is due and not yet finished (the queue's depth), per job table.",
+  labelNames: ["table"],
+  registers,
+});
+const oldestDue = new Gauge({
+  name: "jobs_oldest_due_age_seconds",
+  help: "How long the longest-waiting due job has been due (0 when none is): how far behind the workers are.",
+  labelNames: ["table"],
+  registers,
+});
+const running = new Gauge({
+  name: "jobs_in_flight",
+  help: "Jobs this process is running now.",
+  labelNames: ["table"],
+  registers,
+});
+const runs = new Counter({
+  name: "jobs_runs_total",
+  help: "Job runs by outcome: recorded (finish wrote the next state), fenced (the lease had passed to another claim), failed (the run threw; claimed again after its lease).",
+  labelNames: ["table", "outcome"],
+  registers,
+});
 
 /**
  * The columns a job table carries (see packages/platform/README.md, "Durable jobs"): the rows
@@ -131,11 +159,23 @@ export function startJobWorker<Row extends JobRow>(options: JobWorkerOptions<Row
         await tx`update ${tx(table)} set leased_until = null, lease_token = null where id = ${row.id}`;
         return true;
       });
+    let recorded: boolean | undefined;
+    running.inc({ table });
     try {
-      await options.run({ row, signal: abort.signal, finish });
+      await options.run({
+        row,
+        signal: abort.signal,
+        finish: async (record) => {
+          recorded = await finish(record);
+          return recorded;
+        },
+      });
+      if (recorded !== undefined) runs.inc({ table, outcome: recorded ? "recorded" : "fenced" });
     } catch (error) {
+      runs.inc({ table, outcome: "failed" });
       logger.warn({ err: error, table, jobId: row.id }, "job failed; it runs again when its lease ends");
     } finally {
+      running.dec({ table });
       clearTimeout(timer);
     }
   };
@@ -180,6 +220,16 @@ export function startJobWorker<Row extends JobRow>(options: JobWorkerOptions<Row
     wake?.();
   };
 
+  // The queue as Prometheus sees it: due jobs and the oldest one's wait, read at each scrape.
+  const stopSampling = sampleOnScrape(`jobs ${table}`, async () => {
+    const [row] = await sql<{ jobs: number; oldestSeconds: number }[]>`
+      select count(*)::int as jobs,
+             coalesce(extract(epoch from now() - min(next_attempt_at)), 0)::float8 as oldest_seconds
+      from ${sql(table)} where next_attempt_at <= now()`;
+    due.set({ table }, row?.jobs ?? 0);
+    oldestDue.set({ table }, Math.max(0, row?.oldestSeconds ?? 0));
+  });
+
   const listening = sql.listen(`${options.schema}_${table}`, onNotify).catch((error: unknown) => {
     logger.warn({ err: error, table }, "job worker could not LISTEN; falling back to polling");
     return undefined;
@@ -214,6 +264,7 @@ export function startJobWorker<Row extends JobRow>(options: JobWorkerOptions<Row
     },
     async stop() {
       stopped = true;
+      stopSampling();
       onNotify();
       await loop;
       await Promise.allSettled(inFlight);

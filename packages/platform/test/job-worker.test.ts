@@ -1,7 +1,8 @@
-import { createTestDatabase, type TestDatabase } from "@affiliate/testing";
+import { createTestDatabase, parseMetrics, sumOf, type TestDatabase } from "@affiliate/testing";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createSql, type Sql } from "../src/db.js";
 import { type JobRow, startJobWorker } from "../src/job-worker.js";
+import { collectMetrics } from "../src/metrics.js";
 import { migrate } from "../src/migrate.js";
 import { eventually, migrationsDirectory, silentLogger } from "./helpers.js";
 
@@ -120,5 +121,59 @@ describe("startJobWorker", () => {
     await worker.drain();
     expect(finished).toEqual([false, true]);
     await worker.stop();
+  });
+
+  it("shows the queue to Prometheus: due jobs, the oldest one's wait, runs in flight and their outcomes", async () => {
+    await sql`delete from tasks`;
+    const scrape = async () => parseMetrics(await collectMetrics());
+    const before = await scrape();
+    let release: () => void = () => {};
+    const gate = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    let started = 0;
+    const worker = startJobWorker<Task>({
+      sql,
+      schema,
+      table: "tasks",
+      logger: silentLogger,
+      pollMs: 60_000,
+      leaseMs: 600_000,
+      async run(job) {
+        started += 1;
+        await gate;
+        if (job.row.id === "broken") throw new Error("receiver down");
+        await job.finish(async (tx) => {
+          await tx`update tasks set done = true, next_attempt_at = null where id = ${job.row.id}`;
+        });
+      },
+    });
+    try {
+      await sql`
+        insert into tasks (id, grp, next_attempt_at) values
+          ('a', 'g', now() - interval '90 seconds'), ('b', 'g', now() - interval '30 seconds'),
+          ('broken', 'g', now() - interval '10 seconds'), ('later', 'g', now() + interval '1 hour')`;
+      await eventually("three jobs running", () => started === 3);
+      const busy = await scrape();
+      expect(sumOf(busy, "jobs_due", { table: "tasks" })).toBe(3);
+      expect(sumOf(busy, "jobs_oldest_due_age_seconds", { table: "tasks" })).toBeGreaterThanOrEqual(90);
+      expect(sumOf(busy, "jobs_in_flight", { table: "tasks" })).toBe(3);
+
+      release();
+      const done = await eventually("the runs ended", async () => {
+        const samples = await scrape();
+        return sumOf(samples, "jobs_in_flight", { table: "tasks" }) === 0 ? samples : undefined;
+      });
+      const grew = (outcome: string) =>
+        sumOf(done, "jobs_runs_total", { table: "tasks", outcome }) -
+        sumOf(before, "jobs_runs_total", { table: "tasks", outcome });
+      expect(grew("recorded")).toBe(2);
+      expect(grew("failed")).toBe(1);
+      // The failed job is still due (claimed again when its lease ends); the later one is not yet.
+      expect(sumOf(done, "jobs_due", { table: "tasks" })).toBe(1);
+    } finally {
+      release();
+      await worker.stop();
+    }
   });
 });
