@@ -5,6 +5,8 @@ export const configShape = {
   ...baseConfigShape,
   RPC_PORT: port(7105),
   RPC_HOST: z.string().default("127.0.0.1"),
+  /** Prometheus metrics (GET /metrics), on RPC_HOST; never the RPC port. */
+  METRICS_PORT: port(9105),
   PARTNERS_URL: z.string().url().default("http://127.0.0.1:7101"),
   LEDGER_URL: z.string().url().default("http://127.0.0.1:7102"),
   PAGE_TOKEN_SECRET: z.string().min(16).default("local-development-page-token-secret"),

@@ -11,6 +11,7 @@ import {
   onShutdown,
   PageTokens,
   purgeAppliedEvents,
+  startMetricsServer,
   startPeriodicJob,
   startRpcServer,
 } from "@affiliate/platform";
@@ -61,6 +62,13 @@ const workers = startWorkers({
 });
 const stopPurge = startPeriodicJob(logger, "applied event purge", 60 * 60 * 1000, () => purgeAppliedEvents(sql));
 
+const metrics = await startMetricsServer({
+  port: config.METRICS_PORT,
+  host: config.RPC_HOST,
+  logger,
+  sql,
+  service: "notifier",
+});
 const server = await startRpcServer({
   port: config.RPC_PORT,
   host: config.RPC_HOST,
@@ -81,5 +89,6 @@ onShutdown(logger, [
   ["applied event purge", stopPurge],
   ["mailer", () => mailer?.close()],
   ["nats", () => nats.drain()],
+  ["metrics", () => metrics.close()],
   ["database", () => sql.end({ timeout: 5 })],
 ]);

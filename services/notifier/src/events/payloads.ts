@@ -3,20 +3,21 @@
  * made by the same mappers as the gateway's GET answers (packages/rest-shapes), and the emails.
  * Personal data comes from its owners (events/owners.ts), never from the event.
  */
-import { UndecodableEvent } from "@affiliate/platform";
+import { decodeEvent, UndecodableEvent } from "@affiliate/platform";
+import { type EventType as DomainEvent, ledgerEvents, partnersEvents, payoutsEvents } from "@affiliate/proto/events";
 import {
-  CommissionApprovedSchema,
-  CommissionCreatedSchema,
-  CommissionRefundedSchema,
-  CommissionRejectedSchema,
+  type CommissionApprovedSchema,
+  type CommissionCreatedSchema,
+  type CommissionRefundedSchema,
+  type CommissionRejectedSchema,
   CommissionStatus,
 } from "@affiliate/proto/ledger";
-import {
+import type {
   PartnershipCreatedSchema,
   PartnershipReactivatedSchema,
   PartnershipRemovedSchema,
 } from "@affiliate/proto/partners";
-import {
+import type {
   PayoutApprovedSchema,
   PayoutCompletedSchema,
   PayoutCreatedSchema,
@@ -29,26 +30,19 @@ import {
   toPublicPayout,
   toPublicRefund,
 } from "@affiliate/rest-shapes/mappers";
-import { type DescMessage, fromBinary, type MessageShape } from "@bufbuild/protobuf";
+import type { MessageShape } from "@bufbuild/protobuf";
 import { type Timestamp, timestampDate } from "@bufbuild/protobuf/wkt";
 import { refundNoticeEmail, welcomeEmail } from "../domain/email-templates.js";
 import type { NotifiableEvent } from "../domain/record-event.js";
 import type { EventType } from "../domain/types.js";
 import type { Owners } from "./owners.js";
 
-function decode<Desc extends DescMessage>(schema: Desc, data: Uint8Array): MessageShape<Desc> {
-  try {
-    return fromBinary(schema, data);
-  } catch (error) {
-    throw new UndecodableEvent(`cannot decode ${schema.typeName}: ${String(error)}`);
-  }
-}
-
 const isoOf = (at: Timestamp | undefined) => (at ? timestampDate(at) : new Date()).toISOString();
 
 /** One subscription: the domain subject, the public type, and how to read the event. */
 export interface Subscription {
-  stream: "partners" | "ledger" | "payouts" | "privacy";
+  /** The producing service, whose stream carries the subject. */
+  stream: string;
   subject: string;
   type: EventType;
   /** The product and the event id, without asking anyone (to skip events nobody listens to). */
@@ -57,18 +51,20 @@ export interface Subscription {
 }
 
 function partnershipSubscription(
-  subject: string,
+  domainEvent: DomainEvent<
+    typeof PartnershipCreatedSchema | typeof PartnershipReactivatedSchema | typeof PartnershipRemovedSchema
+  >,
   type: EventType,
-  schema: typeof PartnershipCreatedSchema | typeof PartnershipReactivatedSchema | typeof PartnershipRemovedSchema,
 ): Subscription {
+  const { service: stream, subject } = domainEvent;
   const read = (data: Uint8Array) => {
-    const event = decode(schema, data) as MessageShape<typeof PartnershipCreatedSchema>;
+    const event = decodeEvent(domainEvent, data) as MessageShape<typeof PartnershipCreatedSchema>;
     if (!event.partnership?.id || !event.partnership.productId)
       throw new UndecodableEvent(`${subject} without a partnership`);
     return { event, partnership: event.partnership, notify: "notify" in event ? event.notify : false };
   };
   return {
-    stream: "partners",
+    stream,
     subject,
     type,
     peek(data) {
@@ -92,18 +88,20 @@ function partnershipSubscription(
 }
 
 function commissionSubscription(
-  subject: string,
+  domainEvent: DomainEvent<
+    typeof CommissionCreatedSchema | typeof CommissionApprovedSchema | typeof CommissionRejectedSchema
+  >,
   type: EventType,
-  schema: typeof CommissionCreatedSchema | typeof CommissionApprovedSchema | typeof CommissionRejectedSchema,
 ): Subscription {
+  const { service: stream, subject } = domainEvent;
   const read = (data: Uint8Array) => {
-    const event = decode(schema, data);
+    const event = decodeEvent(domainEvent, data);
     if (!event.commission?.id || !event.commission.productId)
       throw new UndecodableEvent(`${subject} without a commission`);
     return { event, ref: event.commission };
   };
   return {
-    stream: "ledger",
+    stream,
     subject,
     type,
     peek: (data) => ({ productId: read(data).ref.productId, sendsEmail: false }),
@@ -131,16 +129,16 @@ function commissionSubscription(
  * never on a partial refund of an unpaid one.
  */
 const commissionRefunded: Subscription = {
-  stream: "ledger",
-  subject: "ledger.commission.refunded",
+  stream: ledgerEvents.commissionRefunded.service,
+  subject: ledgerEvents.commissionRefunded.subject,
   type: "commission.refunded",
   peek(data) {
-    const event = decode(CommissionRefundedSchema, data);
+    const event = decodeEvent(ledgerEvents.commissionRefunded, data);
     if (!event.commission?.productId) throw new UndecodableEvent("CommissionRefunded without a commission");
     return { productId: event.commission.productId, sendsEmail: refundNotifiesAffiliate(event) };
   },
   async build(owners, eventId, data) {
-    const event = decode(CommissionRefundedSchema, data);
+    const event = decodeEvent(ledgerEvents.commissionRefunded, data);
     const ref = event.commission;
     if (!ref?.id || !ref.productId) throw new UndecodableEvent("CommissionRefunded without a commission");
     const commission = await owners.commission(ref.productId, ref.id);
@@ -186,21 +184,22 @@ export function refundNotifiesAffiliate(event: MessageShape<typeof CommissionRef
 }
 
 function payoutSubscription(
-  subject: string,
-  type: EventType,
-  schema:
+  domainEvent: DomainEvent<
     | typeof PayoutCreatedSchema
     | typeof PayoutApprovedSchema
     | typeof PayoutRejectedSchema
-    | typeof PayoutCompletedSchema,
+    | typeof PayoutCompletedSchema
+  >,
+  type: EventType,
 ): Subscription {
+  const { service: stream, subject } = domainEvent;
   const read = (data: Uint8Array) => {
-    const event = decode(schema, data);
+    const event = decodeEvent(domainEvent, data);
     if (!event.payout?.id || !event.payout.productId) throw new UndecodableEvent(`${subject} without a payout`);
     return { event, payout: event.payout };
   };
   return {
-    stream: "payouts",
+    stream,
     subject,
     type,
     peek: (data) => ({ productId: read(data).payout.productId, sendsEmail: false }),
@@ -227,7 +226,10 @@ function payoutSubscription(
  */
 const customerErased: Subscription = (() => {
   const read = (data: Uint8Array) => {
-    const event = decode(CustomerErasedSchema, data);
+    const event = decodeEvent(
+      { service: "privacy", subject: "privacy.customer.erased", schema: CustomerErasedSchema },
+      data,
+    );
     if (!event.erasureId || !event.productId) throw new UndecodableEvent("privacy.customer.erased without an erasure");
     return event;
   };
@@ -258,16 +260,16 @@ const customerErased: Subscription = (() => {
 
 /** Every event type of contract 9 the notifier consumes. */
 export const subscriptions: Subscription[] = [
-  partnershipSubscription("partners.partnership.created", "partnership.created", PartnershipCreatedSchema),
-  partnershipSubscription("partners.partnership.reactivated", "partnership.reactivated", PartnershipReactivatedSchema),
-  partnershipSubscription("partners.partnership.removed", "partnership.removed", PartnershipRemovedSchema),
-  commissionSubscription("ledger.commission.created", "commission.created", CommissionCreatedSchema),
-  commissionSubscription("ledger.commission.approved", "commission.approved", CommissionApprovedSchema),
-  commissionSubscription("ledger.commission.rejected", "commission.rejected", CommissionRejectedSchema),
+  partnershipSubscription(partnersEvents.partnershipCreated, "partnership.created"),
+  partnershipSubscription(partnersEvents.partnershipReactivated, "partnership.reactivated"),
+  partnershipSubscription(partnersEvents.partnershipRemoved, "partnership.removed"),
+  commissionSubscription(ledgerEvents.commissionCreated, "commission.created"),
+  commissionSubscription(ledgerEvents.commissionApproved, "commission.approved"),
+  commissionSubscription(ledgerEvents.commissionRejected, "commission.rejected"),
   commissionRefunded,
-  payoutSubscription("payouts.payout.created", "payout.created", PayoutCreatedSchema),
-  payoutSubscription("payouts.payout.approved", "payout.approved", PayoutApprovedSchema),
-  payoutSubscription("payouts.payout.rejected", "payout.rejected", PayoutRejectedSchema),
-  payoutSubscription("payouts.payout.completed", "payout.completed", PayoutCompletedSchema),
+  payoutSubscription(payoutsEvents.payoutCreated, "payout.created"),
+  payoutSubscription(payoutsEvents.payoutApproved, "payout.approved"),
+  payoutSubscription(payoutsEvents.payoutRejected, "payout.rejected"),
+  payoutSubscription(payoutsEvents.payoutCompleted, "payout.completed"),
   customerErased,
 ];
