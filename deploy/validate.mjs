@@ -86,7 +86,14 @@ function houseRules(objects) {
 let failures = 0;
 for (const target of targets) {
   const where = relative(join(root, ".."), target);
-  const rendered = execFileSync(kustomize, ["build", target], { encoding: "utf8" });
+  let rendered;
+  try {
+    rendered = execFileSync(kustomize, ["build", target], { encoding: "utf8", stdio: ["ignore", "pipe", "pipe"] });
+  } catch (error) {
+    console.error(`${where}: kustomize build failed: ${String(error.stderr ?? error).trim()}`);
+    failures += 1;
+    continue;
+  }
   const objects = parseAllDocuments(rendered).map((document) => document.toJSON());
   const problems = [];
   for (const object of objects) {
