@@ -29,12 +29,18 @@ beforeAll(async () => {
     natsUrl: process.env.NATS_URL ?? "nats://127.0.0.1:4222",
     host: "127.0.0.1",
     port: await freePort(),
-    servicePorts: { partners: await freePort(), ledger: await freePort(), payouts: await freePort() },
+    servicePorts: {
+      partners: await freePort(),
+      ledger: await freePort(),
+      payouts: await freePort(),
+      notifier: await freePort(),
+    },
     metricsPorts: {
       gateway: await freePort(),
       partners: await freePort(),
       ledger: await freePort(),
       payouts: await freePort(),
+      notifier: await freePort(),
     },
     output: "pipe",
     env: { EVENTS_NAMESPACE: namespace.namespace, LOG_LEVEL: "warn", PAYOUT_INTERVAL_MS: "0" },
@@ -84,6 +90,8 @@ const consumerFamilies = [
   "consumer_redeliveries_total",
 ];
 
+const jobFamilies = ["jobs_due", "jobs_oldest_due_age_seconds", "jobs_in_flight", "jobs_runs_total"];
+
 describe("metrics of the mesh", () => {
   it("every service serves the RED, queue, pool and event-loop families on its METRICS_PORT", async () => {
     const expected: Record<string, string[]> = {
@@ -96,6 +104,7 @@ describe("metrics of the mesh", () => {
       partners: [...commonFamilies, ...rpcServiceFamilies],
       ledger: [...commonFamilies, ...rpcServiceFamilies, ...consumerFamilies, "rpc_client_requests_total"],
       payouts: [...commonFamilies, ...rpcServiceFamilies, ...consumerFamilies],
+      notifier: [...commonFamilies, ...rpcServiceFamilies, ...consumerFamilies, ...jobFamilies],
     };
     // A registration and a payment: every family with labels has at least one series by now.
     expect(
@@ -158,6 +167,9 @@ describe("metrics of the mesh", () => {
       const payouts = (await scrape("payouts")).samples;
       expect(sumOf(payouts, "consumer_events_total")).toBeGreaterThanOrEqual(1);
       expect(sumOf(payouts, "consumer_pending_events")).toBe(0);
+      // The notifier consumes the commission events too (recording nothing without a webhook).
+      const notifier = (await scrape("notifier")).samples;
+      expect(sumOf(notifier, "consumer_events_total")).toBeGreaterThanOrEqual(2);
     }, 15_000);
     const partners = (await scrape("partners")).samples;
     expect(sumOf(partners, "db_pool_max_connections", { pool: "partners" })).toBeGreaterThan(0);
