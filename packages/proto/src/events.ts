@@ -22,6 +22,7 @@ import {
   PayoutCreatedSchema,
   PayoutRejectedSchema,
 } from "./gen/affiliate/payouts/v1/events_pb.js";
+import { CustomerErasedSchema } from "./gen/affiliate/privacy/v1/events_pb.js";
 
 /** One kind of domain event. */
 export interface EventType<Desc extends DescMessage = DescMessage> {
@@ -63,11 +64,17 @@ export const payoutsEvents = {
   payoutCompleted: eventType("payouts.payout.completed", PayoutCompletedSchema),
 } as const;
 
+/** Events of the privacy service (stream PRIVACY). */
+export const privacyEvents = {
+  customerErased: eventType("privacy.customer.erased", CustomerErasedSchema),
+} as const;
+
 /** Every event type of the mesh. */
 export const allEventTypes: readonly EventType[] = [
   ...Object.values(partnersEvents),
   ...Object.values(ledgerEvents),
   ...Object.values(payoutsEvents),
+  ...Object.values(privacyEvents),
 ];
 
 const bySubject = new Map(allEventTypes.map((event) => [event.subject, event]));

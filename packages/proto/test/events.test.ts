@@ -3,6 +3,7 @@ import { allEventTypes, eventTypeOf, ledgerEvents } from "../src/events.js";
 import { file_affiliate_ledger_v1_events } from "../src/gen/affiliate/ledger/v1/events_pb.js";
 import { file_affiliate_partners_v1_events } from "../src/gen/affiliate/partners/v1/events_pb.js";
 import { file_affiliate_payouts_v1_events } from "../src/gen/affiliate/payouts/v1/events_pb.js";
+import { file_affiliate_privacy_v1_events } from "../src/gen/affiliate/privacy/v1/events_pb.js";
 
 describe("the event registry", () => {
   it("registers every message of every events.proto, each once", () => {
@@ -10,6 +11,7 @@ describe("the event registry", () => {
       file_affiliate_partners_v1_events,
       file_affiliate_ledger_v1_events,
       file_affiliate_payouts_v1_events,
+      file_affiliate_privacy_v1_events,
     ]
       .flatMap((file) => file.messages.map((message) => message.typeName))
       .sort();

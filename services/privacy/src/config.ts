@@ -12,6 +12,8 @@ export const configShape = {
   ...baseConfigShape,
   RPC_PORT: port(7104),
   RPC_HOST: z.string().default("127.0.0.1"),
+  /** Prometheus metrics (GET /metrics), on RPC_HOST; never the RPC port. */
+  METRICS_PORT: port(9104),
   /** The owners of personal data the saga calls (ErasureOwnerService on each one's RPC port). */
   LEDGER_URL: ownerUrl,
   PARTNERS_URL: ownerUrl,

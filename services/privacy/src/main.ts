@@ -11,6 +11,7 @@ import {
   ensureStream,
   exitOnUnhandledFailure,
   onShutdown,
+  startMetricsServer,
   startOutboxRelay,
   startPeriodicJob,
   startRpcServer,
@@ -43,6 +44,13 @@ const stopResume = startPeriodicJob(logger, "erasure resume", config.ERASURE_RES
   if (completed > 0) logger.info({ completed }, "resumed erasures completed");
 });
 
+const metrics = await startMetricsServer({
+  port: config.METRICS_PORT,
+  host: config.RPC_HOST,
+  logger,
+  sql,
+  service: "privacy",
+});
 const server = await startRpcServer({
   port: config.RPC_PORT,
   host: config.RPC_HOST,
@@ -56,5 +64,6 @@ onShutdown(logger, [
   ["erasure resume", stopResume],
   ["outbox relay", () => relay.stop()],
   ["nats", () => nats.drain()],
+  ["metrics", () => metrics.close()],
   ["database", () => sql.end({ timeout: 5 })],
 ]);

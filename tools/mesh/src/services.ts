@@ -46,15 +46,7 @@ export const services: ServiceDefinition[] = [
   rpcService("ledger", 7102, 9102),
   rpcService("payouts", 7103, 9103),
   rpcService("notifier", 7105, 9105),
-  {
-    name: "privacy",
-    directory: "services/privacy",
-    migrates: true,
-    protocol: "rpc",
-    defaultPort: 7104,
-    listenEnv: (port, host) => ({ RPC_PORT: String(port), RPC_HOST: host }),
-    addressEnv: (port) => ({ PRIVACY_URL: `http://127.0.0.1:${port}` }),
-  },
+  rpcService("privacy", 7104, 9104),
   {
     name: "gateway",
     directory: "services/gateway",
