@@ -34,6 +34,7 @@ beforeAll(async () => {
       ledger: await freePort(),
       payouts: await freePort(),
       notifier: await freePort(),
+      privacy: await freePort(),
     },
     metricsPorts: {
       gateway: await freePort(),
@@ -41,6 +42,7 @@ beforeAll(async () => {
       ledger: await freePort(),
       payouts: await freePort(),
       notifier: await freePort(),
+      privacy: await freePort(),
     },
     output: "pipe",
     env: { EVENTS_NAMESPACE: namespace.namespace, LOG_LEVEL: "warn", PAYOUT_INTERVAL_MS: "0" },
@@ -105,6 +107,7 @@ describe("metrics of the mesh", () => {
       ledger: [...commonFamilies, ...rpcServiceFamilies, ...consumerFamilies, "rpc_client_requests_total"],
       payouts: [...commonFamilies, ...rpcServiceFamilies, ...consumerFamilies],
       notifier: [...commonFamilies, ...rpcServiceFamilies, ...consumerFamilies, ...jobFamilies],
+      privacy: [...commonFamilies, ...rpcServiceFamilies, "rpc_client_requests_total"],
     };
     // A registration and a payment: every family with labels has at least one series by now.
     expect(
