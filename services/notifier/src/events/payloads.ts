@@ -4,7 +4,13 @@
  * Personal data comes from its owners (events/owners.ts), never from the event.
  */
 import { decodeEvent, UndecodableEvent } from "@affiliate/platform";
-import { type EventType as DomainEvent, ledgerEvents, partnersEvents, payoutsEvents } from "@affiliate/proto/events";
+import {
+  type EventType as DomainEvent,
+  ledgerEvents,
+  partnersEvents,
+  payoutsEvents,
+  privacyEvents,
+} from "@affiliate/proto/events";
 import {
   type CommissionApprovedSchema,
   type CommissionCreatedSchema,
@@ -23,7 +29,6 @@ import type {
   PayoutCreatedSchema,
   PayoutRejectedSchema,
 } from "@affiliate/proto/payouts";
-import { CustomerErasedSchema } from "@affiliate/proto/privacy";
 import {
   toPublicCommission,
   toPublicPartnership,
@@ -225,17 +230,15 @@ function payoutSubscription(
  * and the webhook carry ids and times only, never the email, so nobody is asked anything.
  */
 const customerErased: Subscription = (() => {
+  const erased = privacyEvents.customerErased;
   const read = (data: Uint8Array) => {
-    const event = decodeEvent(
-      { service: "privacy", subject: "privacy.customer.erased", schema: CustomerErasedSchema },
-      data,
-    );
-    if (!event.erasureId || !event.productId) throw new UndecodableEvent("privacy.customer.erased without an erasure");
+    const event = decodeEvent(erased, data);
+    if (!event.erasureId || !event.productId) throw new UndecodableEvent(`${erased.subject} without an erasure`);
     return event;
   };
   return {
-    stream: "privacy",
-    subject: "privacy.customer.erased",
+    stream: erased.service,
+    subject: erased.subject,
     type: "customer.erased",
     peek: (data) => ({ productId: read(data).productId, sendsEmail: false }),
     async build(_owners, eventId, data) {
