@@ -251,11 +251,11 @@ describe("registering one affiliate", () => {
     expect(count).toBe(1);
   });
 
-  it("writes the created event, with notify, in the registration's transaction", async () => {
+  it("writes the created event, with notify and without the affiliate's email or name, in the registration's transaction", async () => {
     const productId = await newProduct();
     const { partnership } = await h.partners.registerAffiliate({
       productId,
-      registration: { email: uniqueEmail() },
+      registration: { email: uniqueEmail(), name: "Ada Lovelace" },
       notify: false,
     });
     const { fromBinary } = await import("@bufbuild/protobuf");
@@ -265,6 +265,9 @@ describe("registering one affiliate", () => {
     const events = rows.map((row) => fromBinary(PartnershipCreatedSchema, row.payload));
     const event = events.find((e) => e.partnership?.id === partnership?.id);
     expect(event).toMatchObject({ notify: false, newAffiliate: true, id: expect.stringMatching(/^evt_/) });
+    // Events carry ids: the email and the name are asked of GetPartnership by whoever needs them.
+    expect(event?.partnership?.affiliate).toMatchObject({ id: partnership?.affiliate?.id, email: "", name: "" });
+    expect(partnership?.affiliate).toMatchObject({ name: "Ada Lovelace" });
   });
 
   it("answers not found for an unknown product and writes nothing", async () => {

@@ -1,9 +1,22 @@
 import { enqueueEvent, newId, type Queryable } from "@affiliate/platform";
 import { partnersEvents } from "@affiliate/proto/events";
+import { AffiliateSchema } from "@affiliate/proto/partners";
 import { create } from "@bufbuild/protobuf";
 import { timestampNow } from "@bufbuild/protobuf/wkt";
 import type { Partnership, PartnershipStatus, Program } from "../domain/types.js";
 import { partnershipToProto, programToProto, statusToProto } from "../rpc/mappers.js";
+
+/**
+ * The partnership as events carry it: ids, code, status and sponsor, the affiliate reduced to
+ * its id. An email or a name written here would sit in the outbox and the stream, out of reach
+ * of an erasure; consumers that need them (the notifier's welcome email and webhook bodies) ask
+ * GetPartnership when they handle the event.
+ */
+function partnershipWithoutPersonalData(partnership: Partnership) {
+  const event = partnershipToProto(partnership);
+  event.affiliate = create(AffiliateSchema, { id: partnership.affiliate.id });
+  return event;
+}
 
 /** Each function writes one event into the outbox of the caller's transaction. */
 export const outbox = {
@@ -14,7 +27,7 @@ export const outbox = {
       create(partnersEvents.partnershipCreated.schema, {
         id: newId("evt"),
         occurredAt: timestampNow(),
-        partnership: partnershipToProto(partnership),
+        partnership: partnershipWithoutPersonalData(partnership),
         ...facts,
       }),
     ),
@@ -26,7 +39,7 @@ export const outbox = {
       create(partnersEvents.partnershipReactivated.schema, {
         id: newId("evt"),
         occurredAt: timestampNow(),
-        partnership: partnershipToProto(partnership),
+        partnership: partnershipWithoutPersonalData(partnership),
         ...facts,
       }),
     ),
@@ -38,7 +51,7 @@ export const outbox = {
       create(partnersEvents.partnershipRemoved.schema, {
         id: newId("evt"),
         occurredAt: timestampNow(),
-        partnership: partnershipToProto(partnership),
+        partnership: partnershipWithoutPersonalData(partnership),
       }),
     ),
 
@@ -49,7 +62,7 @@ export const outbox = {
       create(partnersEvents.partnershipStatusChanged.schema, {
         id: newId("evt"),
         occurredAt: timestampNow(),
-        partnership: partnershipToProto(partnership),
+        partnership: partnershipWithoutPersonalData(partnership),
         previousStatus: statusToProto[previousStatus],
       }),
     ),
