@@ -1,5 +1,5 @@
 import type { Interceptor } from "@connectrpc/connect";
-import { type Context, context, propagation, SpanKind, SpanStatusCode, trace } from "@opentelemetry/api";
+import { type Context, context, propagation, ROOT_CONTEXT, SpanKind, SpanStatusCode, trace } from "@opentelemetry/api";
 import { type MsgHdrs, headers as natsHeaders } from "nats";
 
 const tracer = trace.getTracer("@affiliate/platform");
@@ -58,6 +58,15 @@ export function currentTraceHeaders(): Record<string, string> {
   const carrier: Record<string, string> = {};
   propagation.inject(context.active(), carrier);
   return carrier;
+}
+
+/**
+ * Runs `fn` in a trace context stored earlier with currentTraceHeaders(): work done later on
+ * behalf of a request (a webhook attempt) continues that request's trace, and outgoing HTTP
+ * instrumented by the SDK propagates it instead of starting a trace of its own.
+ */
+export function withStoredTrace<T>(values: Record<string, string>, fn: () => T): T {
+  return context.with(propagation.extract(ROOT_CONTEXT, values), fn);
 }
 
 /** NATS message headers carrying a stored trace context. */

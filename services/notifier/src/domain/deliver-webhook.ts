@@ -1,4 +1,4 @@
-import type { ClaimedJob, Logger, Sql } from "@affiliate/platform";
+import { type ClaimedJob, type Logger, type Sql, withStoredTrace } from "@affiliate/platform";
 import { postWebhook } from "../outbound/post-webhook.js";
 import { signatureHeaders } from "../outbound/signing.js";
 import type { DeliveryJob } from "../store/deliveries.js";
@@ -30,7 +30,11 @@ export function signingSecrets(endpoint: SigningEndpoint, at: Date): string[] {
   return secrets;
 }
 
-/** One signed POST of a stored body: Standard Webhooks headers and the original caller's trace. */
+/**
+ * One signed POST of a stored body: Standard Webhooks headers and the original caller's trace.
+ * The POST runs in that trace's context too, so the SDK's HTTP instrumentation (when it covers
+ * the request) continues the caller's trace rather than replacing its traceparent.
+ */
 export function sendSigned(
   deps: DeliverDeps,
   endpoint: SigningEndpoint,
@@ -45,11 +49,13 @@ export function sendSigned(
     ...signatureHeaders(eventId, at, body, signingSecrets(endpoint, at)),
     "user-agent": "affiliate-notifier/1",
   };
-  return postWebhook(endpoint.url, body, headers, {
-    allowPrivate: deps.allowPrivate,
-    ...(signal ? { signal } : {}),
-    ...(deps.timeoutMs ? { timeoutMs: deps.timeoutMs } : {}),
-  });
+  return withStoredTrace(traceHeaders, () =>
+    postWebhook(endpoint.url, body, headers, {
+      allowPrivate: deps.allowPrivate,
+      ...(signal ? { signal } : {}),
+      ...(deps.timeoutMs ? { timeoutMs: deps.timeoutMs } : {}),
+    }),
+  );
 }
 
 /**
