@@ -1,0 +1,221 @@
+import { randomBytes } from "node:crypto";
+import { createServer, type IncomingHttpHeaders, type Server } from "node:http";
+import type { AddressInfo } from "node:net";
+import { createTestDatabase, createTestNamespace, type TestDatabase, type TestNamespace } from "@affiliate/testing";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { type Mesh, startMesh } from "../src/mesh.js";
+import { eventually, freePort, freeServicePorts, runTool } from "./helpers.js";
+
+/**
+ * Webhooks through the whole mesh, each service its own process as `npm start` runs them: what
+ * only the real producers, the real relay and a real notifier process can show. The trace of the
+ * API call reaches the receiver; a notifier killed with SIGKILL between two attempts makes the
+ * next one after its restart, and never two at once.
+ */
+
+interface Arrival {
+  path: string;
+  headers: IncomingHttpHeaders;
+  body: string;
+}
+
+interface Answer {
+  status: number;
+  headers?: Record<string, string>;
+}
+
+/**
+ * The merchant's receiver: records every request, answers each path's programmed answers in turn
+ * (then 200), holds each answer a moment so overlapping attempts would overlap here, and counts
+ * the requests of a path in flight at once.
+ */
+class Receiver {
+  readonly arrivals: Arrival[] = [];
+  private readonly plans = new Map<string, Answer[]>();
+  private readonly inFlight = new Map<string, number>();
+  readonly maxInFlight = new Map<string, number>();
+  private server!: Server;
+  private port = 0;
+
+  async start(): Promise<this> {
+    this.server = createServer((req, res) => {
+      const path = req.url ?? "/";
+      const now = (this.inFlight.get(path) ?? 0) + 1;
+      this.inFlight.set(path, now);
+      this.maxInFlight.set(path, Math.max(now, this.maxInFlight.get(path) ?? 0));
+      res.on("close", () => this.inFlight.set(path, (this.inFlight.get(path) ?? 1) - 1));
+      let body = "";
+      req.on("data", (chunk: Buffer) => {
+        body += chunk.toString("utf8");
+      });
+      req.on("end", () => {
+        this.arrivals.push({ path, headers: req.headers, body });
+        const answer = this.plans.get(path)?.shift() ?? { status: 200 };
+        setTimeout(() => res.writeHead(answer.status, answer.headers ?? {}).end("ok"), 200);
+      });
+    });
+    await new Promise<void>((resolve) => this.server.listen(0, "127.0.0.1", resolve));
+    this.port = (this.server.address() as AddressInfo).port;
+    return this;
+  }
+
+  url(path: string): string {
+    return `http://127.0.0.1:${this.port}${path}`;
+  }
+
+  program(path: string, answers: Answer[]): void {
+    this.plans.set(path, [...answers]);
+  }
+
+  at(path: string): Arrival[] {
+    return this.arrivals.filter((arrival) => arrival.path === path);
+  }
+
+  close(): Promise<void> {
+    this.server.closeAllConnections();
+    return new Promise((resolve) => this.server.close(() => resolve()));
+  }
+}
+
+let database: TestDatabase;
+let namespace: TestNamespace;
+let mesh: Mesh;
+let receiver: Receiver;
+let key: string;
+let referralCode: string;
+const affiliateEmail = `affiliate-${randomBytes(4).toString("hex")}@example.com`;
+
+beforeAll(async () => {
+  receiver = await new Receiver().start();
+  database = await createTestDatabase();
+  namespace = createTestNamespace();
+  mesh = await startMesh({
+    databaseUrl: database.url,
+    natsUrl: process.env.NATS_URL ?? "nats://127.0.0.1:4222",
+    host: "127.0.0.1",
+    port: await freePort(),
+    servicePorts: await freeServicePorts(),
+    output: "pipe",
+    env: { EVENTS_NAMESPACE: namespace.namespace, LOG_LEVEL: "warn", PAYOUT_INTERVAL_MS: "0" },
+  });
+  const created = await runTool("admin", ["products", "create", "--name", "Webhooks"], {
+    PARTNERS_URL: mesh.urls.partners,
+  });
+  key = (JSON.parse(created.stdout) as { secret_key: string }).secret_key;
+});
+
+afterAll(async () => {
+  await mesh?.stop();
+  await namespace?.cleanup();
+  await database?.drop();
+  await receiver?.close();
+});
+
+async function api(method: string, path: string, body?: unknown, headers: Record<string, string> = {}) {
+  const res = await fetch(mesh.gatewayUrl + path, {
+    method,
+    headers: { "x-api-key": key, ...(body === undefined ? {} : { "content-type": "application/json" }), ...headers },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
+  const text = await res.text();
+  return { status: res.status, json: text ? JSON.parse(text) : undefined };
+}
+
+/** A webhook on the receiver's `path` (the mesh allows private targets, as `npm start` does). */
+async function webhook(path: string, events?: string[]): Promise<{ id: string }> {
+  const created = await api("POST", "/api/v1/webhooks", { url: receiver.url(path), ...(events ? { events } : {}) });
+  expect(created.status).toBe(201);
+  return { id: created.json.data.id };
+}
+
+/** The affiliate every payment is attributed to, registered once (with a welcome email). */
+async function affiliateCode(): Promise<string> {
+  if (!referralCode) {
+    const registered = await api("POST", "/api/v1/affiliates", { email: affiliateEmail, name: "Ada Affiliate" });
+    expect(registered.status).toBe(201);
+    referralCode = registered.json.partnership.referralCode;
+  }
+  return referralCode;
+}
+
+/** A live payment attributed to the affiliate: one level-1 commission, so one commission.created. */
+async function payment(fields: Record<string, unknown> = {}, headers: Record<string, string> = {}) {
+  const paid = await api(
+    "POST",
+    "/events",
+    {
+      type: "payment",
+      referral_code: await affiliateCode(),
+      amount_cents: 10_000,
+      external_id: `ch_${randomBytes(6).toString("hex")}`,
+      ...fields,
+    },
+    headers,
+  );
+  expect(paid.status).toBe(201);
+  return { commissionId: paid.json.data.commissions[0].id as string };
+}
+
+const deliveriesOf = async (webhookId: string) =>
+  (await api("GET", `/api/v1/webhooks/${webhookId}/deliveries`)).json.data as {
+    id: string;
+    event_type: string;
+    status: string;
+    attempts: number;
+  }[];
+
+describe("webhooks through the mesh", () => {
+  it("the receiver gets a traceparent in the trace of the API call that caused the event", async () => {
+    await webhook("/traced", ["commission.created"]);
+    const traceId = randomBytes(16).toString("hex");
+    const { commissionId } = await payment({}, { traceparent: `00-${traceId}-${randomBytes(8).toString("hex")}-01` });
+
+    const [arrival] = await eventually(async () => {
+      const arrived = receiver.at("/traced");
+      expect(arrived).toHaveLength(1);
+      return arrived;
+    }, 30_000);
+    expect(JSON.parse(arrival?.body ?? "{}")).toMatchObject({ type: "commission.created", data: { id: commissionId } });
+    const traceparent = String(arrival?.headers.traceparent);
+    expect(traceparent).toMatch(/^00-[0-9a-f]{32}-[0-9a-f]{16}-0[01]$/);
+    expect(traceparent.split("-")[1]).toBe(traceId);
+  });
+
+  it("a notifier killed (SIGKILL) between two attempts makes the next one once restarted, never two at once", async () => {
+    // The first answer asks for a retry in 15 s: time enough to kill and restart the notifier
+    // before it is due, however busy the machine.
+    receiver.program("/killed", [{ status: 503, headers: { "retry-after": "15" } }]);
+    const { id } = await webhook("/killed", ["commission.created"]);
+    await payment();
+    const [delivery] = await eventually(async () => {
+      const delivered = await deliveriesOf(id);
+      expect(delivered).toMatchObject([{ status: "pending", attempts: 1 }]);
+      return delivered;
+    }, 30_000);
+    expect(receiver.at("/killed")).toHaveLength(1);
+
+    // Killed as a crash would kill it; the mesh's supervisor restarts it, as an orchestrator would.
+    const notifierPid = mesh.pids.notifier ?? 0;
+    process.kill(notifierPid, "SIGKILL");
+    await eventually(async () => {
+      const pid = mesh.pids.notifier;
+      expect(pid).not.toBe(notifierPid);
+      expect(mesh.recentOutput()).toContain(`notifier is back (pid ${pid})`);
+    }, 30_000);
+    expect(mesh.recentOutput()).toContain(
+      "notifier exited (signal SIGKILL); restarting notifier in 1 s (crash 1 in a row)",
+    );
+    expect(receiver.at("/killed")).toHaveLength(1);
+
+    const detail = await eventually(async () => {
+      const read = await api("GET", `/api/v1/webhooks/${id}/deliveries/${delivery?.id}`);
+      expect(read.json.data.status).toBe("succeeded");
+      return read.json.data as { attempts: { status_code: number | null }[] };
+    }, 45_000);
+    expect(detail.attempts.map((attempt) => attempt.status_code)).toEqual([503, 200]);
+    const arrivals = receiver.at("/killed");
+    expect(arrivals).toHaveLength(2);
+    expect(new Set(arrivals.map((arrival) => arrival.headers["webhook-id"])).size).toBe(1);
+    expect(receiver.maxInFlight.get("/killed")).toBe(1);
+  });
+});
