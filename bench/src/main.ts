@@ -23,6 +23,7 @@ import { payoutGeneration } from "./sections/payout-generation.js";
 import { refunds } from "./sections/refunds.js";
 import { statsLatency } from "./sections/stats-latency.js";
 import { trackingThroughput } from "./sections/tracking-throughput.js";
+import { webhookDelivery } from "./sections/webhook-delivery.js";
 
 const resultsFile = join(dirname(fileURLToPath(import.meta.url)), "..", "results", "latest.json");
 // Limits high enough never to answer 429: the bench measures the work, not the limiter's refusals.
@@ -77,7 +78,7 @@ async function section<T>(name: SectionName, run: () => Promise<T>): Promise<voi
 
 async function main(): Promise<void> {
   console.log(
-    `bench: sections ${[...config.sections].join(",")}; partnerships ${config.partnerships}, events ${config.events}/${config.smallEvents}, ${config.connections} connections x ${config.durationS} s, ${config.samples} sequential samples, refund payments ${config.refundPayments}, payouts ${config.payoutPartnerships}/${config.payoutCommissions}, erasure ${config.erasureEvents}`,
+    `bench: sections ${[...config.sections].join(",")}; partnerships ${config.partnerships}, events ${config.events}/${config.smallEvents}, ${config.connections} connections x ${config.durationS} s, ${config.samples} sequential samples, refund payments ${config.refundPayments}, payouts ${config.payoutPartnerships}/${config.payoutCommissions}, erasure ${config.erasureEvents}, webhook deliveries ${config.webhookDeliveries} and ${config.webhookRate} events/s`,
   );
   const database = await createTestDatabase();
   teardownSteps.push(() => database.drop());
@@ -137,6 +138,7 @@ async function main(): Promise<void> {
   await section("G", () => refunds(ctx));
   await section("H", () => payoutGeneration(ctx));
   await section("I", () => erasure(ctx));
+  await section("J", () => webhookDelivery(ctx));
   if (idle) {
     const idleSample = idle;
     await section("D", () => reportMemory(ctx, idleSample));

@@ -29,9 +29,13 @@ export interface BenchConfig {
   payoutCommissions: number;
   /** I: tracking events of the customer erased (and as many of other customers). */
   erasureEvents: number;
+  /** J: deliveries drained per throughput case (1 endpoint, 100 endpoints), split over the rounds. */
+  webhookDeliveries: number;
+  /** J: payments per second offered for the commit-to-first-attempt latency, for BENCH_DURATION_S. */
+  webhookRate: number;
 }
 
-export const sectionNames = ["A", "B", "C", "D", "E", "F", "G", "H", "I"] as const;
+export const sectionNames = ["A", "B", "C", "D", "E", "F", "G", "H", "I", "J"] as const;
 export type SectionName = (typeof sectionNames)[number];
 
 function positiveInt(env: NodeJS.ProcessEnv, name: string, fallback: number, min = 1): number {
@@ -71,5 +75,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): BenchConfig {
     payoutPartnerships: positiveInt(env, "BENCH_PAYOUT_PARTNERSHIPS", 10_000),
     payoutCommissions: positiveInt(env, "BENCH_PAYOUT_COMMISSIONS", 100_000),
     erasureEvents: positiveInt(env, "BENCH_ERASURE_EVENTS", 10_000),
+    webhookDeliveries: positiveInt(env, "BENCH_WEBHOOK_DELIVERIES", 20_000),
+    webhookRate: positiveInt(env, "BENCH_WEBHOOK_RATE", 200),
   };
 }
