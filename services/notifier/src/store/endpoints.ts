@@ -118,11 +118,23 @@ export async function disableEndpoint(
     where endpoint_id = ${id} and status = 'pending' and (leased_until is null or leased_until <= ${at})`;
 }
 
-/** `failing` endpoints whose probe is due. */
-export function endpointsToProbe(sql: Queryable, now: Date): Promise<(SigningEndpoint & { disabledAt: Date })[]> {
-  return sql<(SigningEndpoint & { disabledAt: Date })[]>`
-    select ${sql.unsafe(columns)}, secret, previous_secret, previous_secret_until, disabled_at from endpoints
-    where next_probe_at <= ${now} and disabled_reason = 'failing' order by next_probe_at limit 100`;
+/**
+ * Claims one `failing` endpoint whose probe is due: in the same statement its next probe moves to
+ * `until` (rows locked by another claim are skipped), so no other run or replica probes it
+ * meanwhile, and a probe cut short by a crash is made again then.
+ */
+export async function claimProbe(
+  sql: Queryable,
+  now: Date,
+  until: Date,
+): Promise<(SigningEndpoint & { disabledAt: Date }) | undefined> {
+  const [endpoint] = await sql<(SigningEndpoint & { disabledAt: Date })[]>`
+    update endpoints set next_probe_at = ${until}
+    where id in (
+      select id from endpoints where next_probe_at <= ${now} and disabled_reason = 'failing'
+      order by next_probe_at limit 1 for update skip locked)
+    returning ${sql.unsafe(columns)}, secret, previous_secret, previous_secret_until, disabled_at`;
+  return endpoint;
 }
 
 export async function scheduleProbe(sql: Queryable, id: string, at: Date): Promise<void> {
