@@ -46,6 +46,12 @@ export interface DurableConsumerOptions {
    * Saves the consumer's database a transaction for every event it has no use for.
    */
   changesNothing?(message: ConsumedEvent): boolean;
+  /**
+   * Events applied at once (default 1: one after another, in stream order). More gives up that
+   * order, so only for a consumer whose effects do not depend on it and whose `handle` waits on
+   * something slower than its own database (the notifier asks other services per event).
+   */
+  concurrency?: number;
 }
 
 export interface ConsumedEvent {
@@ -152,8 +158,15 @@ export async function startDurableConsumer(options: DurableConsumerOptions): Pro
     }
   };
 
+  const concurrency = options.concurrency ?? 1;
   const loop = (async () => {
-    for await (const msg of messages) await apply(msg);
+    const inFlight = new Set<Promise<void>>();
+    for await (const msg of messages) {
+      const applying: Promise<void> = apply(msg).finally(() => inFlight.delete(applying));
+      inFlight.add(applying);
+      if (inFlight.size >= concurrency) await Promise.race(inFlight);
+    }
+    await Promise.all(inFlight);
   })();
 
   return {

@@ -259,6 +259,45 @@ describe("startDurableConsumer", () => {
     expect(await effects(subject)).toEqual([before, after]);
   });
 
+  it("applies up to `concurrency` events at once when asked, each once", async () => {
+    const subject = "svc.applied.concurrently";
+    let running = 0;
+    let most = 0;
+    let release: () => void = () => {};
+    const gate = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    const consumer = await startDurableConsumer({
+      sql,
+      js,
+      jsm,
+      stream,
+      durable: "applied_concurrently",
+      subject,
+      namespace: events.namespace,
+      logger: silentLogger,
+      concurrency: 3,
+      handle: async (tx, message) => {
+        running += 1;
+        most = Math.max(most, running);
+        await tx`insert into effects (event_id, subject, data) values (${message.id}, ${message.subject}, ${Buffer.from(message.data)})`;
+        await gate;
+        running -= 1;
+      },
+    });
+    consumers.push(consumer);
+    const ids = [];
+    for (const data of ["a", "b", "c", "d", "e"]) ids.push(await publish(subject, data));
+
+    // Three handlers wait at the gate together; the others wait for room.
+    await eventually("three events in flight", () => most === 3);
+    release();
+    await eventually("every event applied", async () => (await effects(subject)).length === ids.length);
+    expect(most).toBe(3);
+    expect((await effects(subject)).sort()).toEqual([...ids].sort());
+    expect((await appliedIds("applied_concurrently")).sort()).toEqual([...ids].sort());
+  });
+
   it("continues the producer's trace", async () => {
     // The SDK registers the tracer provider, W3C propagator and async context globally.
     const sdk = new NodeSDK({ spanProcessors: [new NoopSpanProcessor()] });

@@ -12,6 +12,15 @@ import type { Owners } from "./owners.js";
 import { subscriptions } from "./payloads.js";
 
 /**
+ * Events of one subject recorded at once. Each asks the ledger and partners for its payload, so
+ * one after another a subject could record only as fast as those round trips allow (bench J:
+ * seconds behind at 30 events/s on a busy machine); nothing the notifier records depends on the
+ * order of events (each is its own delivery and email). Each one holds a pool connection while
+ * it asks, so this stays below the pool's size.
+ */
+export const eventsAtOnce = 8;
+
+/**
  * One durable consumer per subscribed subject (durable `notifier_<subject>`). A handler only
  * records, in the transaction that marks the event applied: a redelivery records nothing twice,
  * and a crash before the commit leaves the event to be redelivered. An event no endpoint
@@ -34,6 +43,7 @@ export async function startConsumers(options: {
         stream: streamName({ service: subscription.stream, namespace: options.namespace }),
         durable: `notifier_${subscription.subject.replaceAll(".", "_")}`,
         subject: subscription.subject,
+        concurrency: eventsAtOnce,
         async handle(tx, message) {
           const { productId, sendsEmail } = subscription.peek(message.data);
           if (!sendsEmail && !(await wantsEvent(tx, productId, subscription.type))) return;
