@@ -10,7 +10,8 @@ import { eventually, freePort, freeServicePorts, runTool } from "./helpers.js";
  * Webhooks through the whole mesh, each service its own process as `npm start` runs them: what
  * only the real producers, the real relay and a real notifier process can show. The trace of the
  * API call reaches the receiver; a notifier killed with SIGKILL between two attempts makes the
- * next one after its restart, and never two at once.
+ * next one after its restart, and one killed during an attempt leaves it to the next claim once
+ * its lease has ended: never two at once.
  */
 
 interface Arrival {
@@ -19,10 +20,8 @@ interface Arrival {
   body: string;
 }
 
-interface Answer {
-  status: number;
-  headers?: Record<string, string>;
-}
+/** An answer to one request; `hold` never answers (the request stays open until its sender goes). */
+type Answer = { status: number; headers?: Record<string, string> } | { hold: true };
 
 /**
  * The merchant's receiver: records every request, answers each path's programmed answers in turn
@@ -51,6 +50,7 @@ class Receiver {
       req.on("end", () => {
         this.arrivals.push({ path, headers: req.headers, body });
         const answer = this.plans.get(path)?.shift() ?? { status: 200 };
+        if ("hold" in answer) return;
         setTimeout(() => res.writeHead(answer.status, answer.headers ?? {}).end("ok"), 200);
       });
     });
@@ -218,4 +218,37 @@ describe("webhooks through the mesh", () => {
     expect(new Set(arrivals.map((arrival) => arrival.headers["webhook-id"])).size).toBe(1);
     expect(receiver.maxInFlight.get("/killed")).toBe(1);
   });
+
+  it("a notifier killed during an attempt leaves it to the next claim once that claim's lease has ended, never two at once", async () => {
+    // The first request is never answered: the notifier dies with it open.
+    receiver.program("/cut", [{ hold: true }]);
+    const { id } = await webhook("/cut", ["commission.created"]);
+    await payment();
+    await eventually(async () => expect(receiver.at("/cut")).toHaveLength(1), 30_000);
+
+    const notifierPid = mesh.pids.notifier ?? 0;
+    process.kill(notifierPid, "SIGKILL");
+    await eventually(async () => {
+      const pid = mesh.pids.notifier;
+      expect(pid).not.toBe(notifierPid);
+      expect(mesh.recentOutput()).toContain(`notifier is back (pid ${pid})`);
+    }, 30_000);
+    // The dead worker's lease (60 s) still holds the delivery: the restarted notifier waits it
+    // out instead of sending while the first attempt might still be running.
+    const [delivery] = await deliveriesOf(id);
+    expect(delivery).toMatchObject({ status: "pending", attempts: 0 });
+    expect(receiver.at("/cut")).toHaveLength(1);
+
+    const detail = await eventually(async () => {
+      const read = await api("GET", `/api/v1/webhooks/${id}/deliveries/${delivery?.id}`);
+      expect(read.json.data.status).toBe("succeeded");
+      return read.json.data as { attempts: { status_code: number | null }[] };
+    }, 90_000);
+    // The killed attempt recorded nothing; the receiver saw it, so at-least-once holds.
+    expect(detail.attempts.map((attempt) => attempt.status_code)).toEqual([200]);
+    const arrivals = receiver.at("/cut");
+    expect(arrivals).toHaveLength(2);
+    expect(new Set(arrivals.map((arrival) => arrival.headers["webhook-id"])).size).toBe(1);
+    expect(receiver.maxInFlight.get("/cut")).toBe(1);
+  }, 150_000);
 });
