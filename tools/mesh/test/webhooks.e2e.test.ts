@@ -2,6 +2,8 @@ import { randomBytes } from "node:crypto";
 import { createServer, type IncomingHttpHeaders, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { createTestDatabase, createTestNamespace, type TestDatabase, type TestNamespace } from "@affiliate/testing";
+import { connect } from "nats";
+import postgres from "postgres";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type Mesh, startMesh } from "../src/mesh.js";
 import { eventually, freePort, freeServicePorts, runTool } from "./helpers.js";
@@ -9,9 +11,10 @@ import { eventually, freePort, freeServicePorts, runTool } from "./helpers.js";
 /**
  * Webhooks through the whole mesh, each service its own process as `npm start` runs them: what
  * only the real producers, the real relay and a real notifier process can show. The trace of the
- * API call reaches the receiver; a notifier killed with SIGKILL between two attempts makes the
- * next one after its restart, and one killed during an attempt leaves it to the next claim once
- * its lease has ended: never two at once.
+ * API call reaches the receiver; no stream message or outbox row of these flows carries personal
+ * data; a notifier killed with SIGKILL between two attempts makes the next one after its
+ * restart, and one killed during an attempt leaves it to the next claim once its lease has
+ * ended: never two at once.
  */
 
 interface Arrival {
@@ -98,6 +101,7 @@ beforeAll(async () => {
     output: "pipe",
     env: { EVENTS_NAMESPACE: namespace.namespace, LOG_LEVEL: "warn", PAYOUT_INTERVAL_MS: "0" },
   });
+  await captureOutboxRows();
   const created = await runTool("admin", ["products", "create", "--name", "Webhooks"], {
     PARTNERS_URL: mesh.urls.partners,
   });
@@ -156,6 +160,75 @@ async function payment(fields: Record<string, unknown> = {}, headers: Record<str
   return { commissionId: paid.json.data.commissions[0].id as string };
 }
 
+/**
+ * The relay deletes an outbox row in the transaction that publishes it, so a scan afterwards
+ * would find the tables empty whatever they had held. A trigger in this run's database keeps a
+ * copy of every row any service writes to its outbox, for the scan below.
+ */
+async function captureOutboxRows(): Promise<void> {
+  const sql = postgres(database.url, { max: 1, onnotice: () => {} });
+  try {
+    await sql`create table public.captured_outbox (schema text, subject text, payload bytea, headers text)`;
+    await sql`
+      create function public.capture_outbox() returns trigger language plpgsql as $$
+      begin
+        insert into public.captured_outbox values (tg_table_schema, new.subject, new.payload, new.headers::text);
+        return new;
+      end $$`;
+    const schemas = await sql<{ schema: string }[]>`
+      select table_schema as schema from information_schema.tables where table_name = 'outbox'`;
+    expect(schemas.map((s) => s.schema)).toEqual(expect.arrayContaining(["partners", "ledger", "payouts", "notifier"]));
+    for (const { schema } of schemas) {
+      await sql`create trigger capture after insert on ${sql(schema)}.outbox
+                for each row execute function public.capture_outbox()`;
+    }
+  } finally {
+    await sql.end();
+  }
+}
+
+interface Found {
+  where: string;
+  needle: string;
+}
+
+/** Which needles occur in any outbox row written so far or any message retained in the run's streams. */
+async function scanOutboxesAndStreams(needles: string[]): Promise<{ found: Found[]; rows: number; messages: number }> {
+  const found: Found[] = [];
+  const search = (where: string, bytes: Uint8Array) => {
+    const haystack = Buffer.from(bytes);
+    for (const needle of needles) if (haystack.includes(Buffer.from(needle))) found.push({ where, needle });
+  };
+  const sql = postgres(database.url, { max: 1, onnotice: () => {} });
+  let rows = 0;
+  try {
+    for (const row of await sql<{ schema: string; subject: string; payload: Buffer; headers: string }[]>`
+      select schema, subject, payload, headers from public.captured_outbox`) {
+      rows += 1;
+      search(`outbox ${row.schema}: ${row.subject}`, Buffer.concat([row.payload, Buffer.from(row.headers)]));
+    }
+  } finally {
+    await sql.end();
+  }
+  const nc = await connect({ servers: process.env.NATS_URL ?? "nats://127.0.0.1:4222" });
+  let messages = 0;
+  try {
+    const jsm = await nc.jetstreamManager();
+    for await (const stream of jsm.streams.list()) {
+      if (!stream.config.name.startsWith(`${namespace.namespace.toUpperCase()}_`)) continue;
+      for (let seq = stream.state.first_seq; stream.state.messages > 0 && seq <= stream.state.last_seq; seq++) {
+        const message = await jsm.streams.getMessage(stream.config.name, { seq });
+        messages += 1;
+        const headers = [...(message.header?.keys() ?? [])].map((k) => `${k}: ${message.header.get(k)}`).join("\n");
+        search(`stream ${message.subject}`, Buffer.concat([Buffer.from(message.data), Buffer.from(headers)]));
+      }
+    }
+  } finally {
+    await nc.close();
+  }
+  return { found, rows, messages };
+}
+
 const deliveriesOf = async (webhookId: string) =>
   (await api("GET", `/api/v1/webhooks/${webhookId}/deliveries`)).json.data as {
     id: string;
@@ -179,6 +252,33 @@ describe("webhooks through the mesh", () => {
     const traceparent = String(arrival?.headers.traceparent);
     expect(traceparent).toMatch(/^00-[0-9a-f]{32}-[0-9a-f]{16}-0[01]$/);
     expect(traceparent.split("-")[1]).toBe(traceId);
+  });
+
+  it("no outbox row or stream message of a registration, a payment or a refund carries personal data", async () => {
+    const everything = await webhook("/everything");
+    const customerEmail = `customer-${randomBytes(4).toString("hex")}@example.com`;
+    const reason = `Reason ${randomBytes(4).toString("hex")}: the customer moved to a cheaper plan`;
+    const { commissionId } = await payment({ customer_email: customerEmail });
+    const refunded = await api("POST", "/api/v1/refunds", { commission_id: commissionId, reason });
+    expect(refunded.status).toBe(200);
+
+    // The flows ran to the end: the webhooks arrived, carrying the personal data from its owners.
+    const bodies = await eventually(async () => {
+      const delivered = await deliveriesOf(everything.id);
+      expect(delivered.filter((d) => d.status === "succeeded").map((d) => d.event_type)).toEqual(
+        expect.arrayContaining(["commission.created", "commission.refunded"]),
+      );
+      return receiver.at("/everything").map((arrival) => arrival.body);
+    }, 30_000);
+    const refundBody = bodies.find((body) => body.includes('"commission.refunded"')) ?? "";
+    for (const needle of [customerEmail, affiliateEmail, reason]) expect(refundBody).toContain(needle);
+
+    const scan = await scanOutboxesAndStreams([customerEmail, affiliateEmail, reason]);
+    // The scan saw the flows' events (the registration's, the payment's, the refund's)…
+    expect(scan.rows).toBeGreaterThanOrEqual(3);
+    expect(scan.messages).toBeGreaterThanOrEqual(3);
+    // …and none of them carries an email or the reason.
+    expect(scan.found).toEqual([]);
   });
 
   it("a notifier killed (SIGKILL) between two attempts makes the next one once restarted, never two at once", async () => {
