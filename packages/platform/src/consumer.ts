@@ -126,24 +126,33 @@ export async function startDurableConsumer(options: DurableConsumerOptions): Pro
       return;
     }
     const event = { id, subject: domainSubject(namespace, msg.subject), data: msg.data };
+    const attributes = {
+      "messaging.system": "nats",
+      "messaging.operation.type": "process",
+      "messaging.destination.name": msg.subject,
+      "messaging.consumer.group.name": durable,
+      "messaging.message.id": id,
+    };
     try {
-      if (options.changesNothing?.(event)) {
-        msg.ack();
-        outcomes.inc({ durable, outcome: "skipped" });
-        return;
-      }
-      const applied = await withConsumerSpan(`consume ${options.subject}`, contextFromNatsHeaders(msg.headers), () =>
-        sql.begin(async (tx) => {
-          const [fresh] = await tx`
-            insert into applied_events (consumer, event_id) values (${durable}, ${id})
-            on conflict do nothing returning event_id`;
-          if (!fresh) return false;
-          await options.handle(tx, event);
-          return true;
-        }),
+      // The span covers an event acked without effect too: the trace shows it arrived here.
+      const outcome = await withConsumerSpan(
+        `process ${options.subject}`,
+        contextFromNatsHeaders(msg.headers),
+        async () => {
+          if (options.changesNothing?.(event)) return "skipped";
+          return sql.begin(async (tx) => {
+            const [fresh] = await tx`
+              insert into applied_events (consumer, event_id) values (${durable}, ${id})
+              on conflict do nothing returning event_id`;
+            if (!fresh) return "duplicate";
+            await options.handle(tx, event);
+            return "applied";
+          });
+        },
+        attributes,
       );
       msg.ack();
-      outcomes.inc({ durable, outcome: applied ? "applied" : "duplicate" });
+      outcomes.inc({ durable, outcome });
     } catch (error) {
       if (error instanceof UndecodableEvent) {
         logger.error({ err: error, eventId: id }, "undecodable event; terminated");

@@ -1,5 +1,6 @@
 import { hostname } from "node:os";
 import postgres from "postgres";
+import { instrumentSql } from "./sql-tracing.js";
 
 export type Sql = postgres.Sql<Record<string, never>>;
 export type TransactionSql = postgres.TransactionSql<Record<string, never>>;
@@ -35,9 +36,12 @@ export interface SqlOptions {
 /** Postgres keeps 63 bytes of an application_name. */
 const processApplicationName = (service: string) => `${service} ${hostname()}:${process.pid}`.slice(0, 63);
 
-/** One pool per service, bound to the service's schema. Rows come back in camelCase. */
+/**
+ * One pool per service, bound to the service's schema. Rows come back in camelCase. Queries and
+ * transactions made inside a trace are client spans (sql-tracing.ts).
+ */
 export function createSql(url: string, options: SqlOptions): Sql {
-  return postgres(url, {
+  const sql = postgres(url, {
     max: options.max ?? 10,
     idle_timeout: 30,
     connect_timeout: 5,
@@ -46,6 +50,7 @@ export function createSql(url: string, options: SqlOptions): Sql {
     connection: { search_path: options.schema, application_name: processApplicationName(options.applicationName) },
     onnotice: () => {},
   }) as unknown as Sql;
+  return instrumentSql(sql);
 }
 
 /** Postgres error codes the domain reacts to. */

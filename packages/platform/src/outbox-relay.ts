@@ -4,7 +4,7 @@ import type { Sql } from "./db.js";
 import { wireSubject } from "./events.js";
 import type { Logger } from "./logger.js";
 import { metricsRegistry, sampleOnScrape } from "./metrics.js";
-import { toNatsHeaders } from "./tracing.js";
+import { withPublishSpan } from "./tracing.js";
 
 export interface OutboxRelayOptions {
   sql: Sql;
@@ -99,14 +99,15 @@ export function startOutboxRelay(options: OutboxRelayOptions): OutboxRelay {
         returning id, seq, subject, payload, headers`;
       if (rows.length === 0) return 0;
       rows.sort((a, b) => a.seq - b.seq);
-      // Publishes are pipelined on one connection, so the stream keeps their order.
+      // Publishes are pipelined on one connection, so the stream keeps their order. Each runs in
+      // a span of the trace that wrote its row, whose context the message carries on.
       await Promise.all(
-        rows.map((row) =>
-          js.publish(wireSubject(namespace, row.subject), row.payload, {
-            msgID: row.id,
-            headers: toNatsHeaders(row.headers),
-          }),
-        ),
+        rows.map((row) => {
+          const subject = wireSubject(namespace, row.subject);
+          return withPublishSpan(subject, row.id, row.headers, (headers) =>
+            js.publish(subject, row.payload, { msgID: row.id, headers }),
+          );
+        }),
       );
       return rows.length;
     });
