@@ -1,4 +1,12 @@
-import { type ClaimedJob, type Logger, type Sql, withStoredTrace } from "@affiliate/platform";
+import {
+  type ClaimedJob,
+  contextFromHeaders,
+  currentTraceHeaders,
+  type Logger,
+  type Sql,
+  withSpanIn,
+  withStoredTrace,
+} from "@affiliate/platform";
 import { postWebhook } from "../outbound/post-webhook.js";
 import { signatureHeaders } from "../outbound/signing.js";
 import type { DeliveryJob } from "../store/deliveries.js";
@@ -64,12 +72,28 @@ export function sendSigned(
  * else is retried on the contract's schedule, and an endpoint with no success for 5 days is
  * disabled (`failing`) and probed from then on.
  */
-export async function deliverWebhook(deps: DeliverDeps, job: ClaimedJob<DeliveryJob>): Promise<void> {
+export function deliverWebhook(deps: DeliverDeps, job: ClaimedJob<DeliveryJob>): Promise<void> {
+  const delivery = job.row;
+  // The attempt continues the trace of the API call that caused the event (stored with the
+  // delivery), so the receiver's traceparent leads back to that call.
+  const attributes = {
+    "affiliate.delivery.id": delivery.id,
+    "affiliate.webhook.id": delivery.endpointId,
+    "affiliate.delivery.attempt": delivery.attempts + 1,
+  };
+  return withSpanIn(contextFromHeaders(delivery.traceHeaders), "deliver webhook", { attributes }, () =>
+    attemptDelivery(deps, job),
+  );
+}
+
+async function attemptDelivery(deps: DeliverDeps, job: ClaimedJob<DeliveryJob>): Promise<void> {
   const delivery = job.row;
   const endpoint = await findSigningEndpoint(deps.sql, delivery.endpointId);
   const body = await payloadText(deps.sql, delivery.id);
   if (!endpoint || body === undefined) return; // deleted with its deliveries meanwhile
-  const result = await sendSigned(deps, endpoint, body, delivery.eventId, delivery.traceHeaders, job.signal);
+  // This attempt's span when tracing is on; the stored context when this process traces nothing.
+  const traceHeaders = { ...delivery.traceHeaders, ...currentTraceHeaders() };
+  const result = await sendSigned(deps, endpoint, body, delivery.eventId, traceHeaders, job.signal);
   const now = deps.clock();
   const attempt = {
     attemptedAt: now,
