@@ -1,5 +1,5 @@
 import { randomBytes } from "node:crypto";
-import { createServer, type Server } from "node:http";
+import { createServer, type IncomingMessage, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { createTestDatabase, createTestNamespace, type TestDatabase, type TestNamespace } from "@affiliate/testing";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -8,46 +8,101 @@ import { eventually, freePort, freeServicePorts, runTool } from "./helpers.js";
 
 /**
  * One trace across processes: the mesh exports spans over OTLP/HTTP (JSON) to a collector this
- * test runs, and a request carrying a known W3C traceparent must show up in spans of the gateway
- * and of partners (Connect RPC headers), and in the gateway's log line for that request.
+ * test runs. A request carrying a known W3C traceparent shows up in the gateway and partners
+ * (Connect RPC headers); a payment's trace runs on through the ledger's SQL and outbox, NATS and
+ * the notifier to the webhook receiver's traceparent, and a refund's into payouts. The
+ * response's x-request-id finds the trace id in the gateway's log line.
  */
 interface CollectedSpan {
+  /** The `service.name` of the resource the span was exported with. */
   service: string;
   traceId: string;
+  spanId: string;
+  parentSpanId: string;
   name: string;
+  attributes: Record<string, string | number | boolean | undefined>;
+}
+
+interface OtlpValue {
+  stringValue?: string;
+  intValue?: string | number;
+  boolValue?: boolean;
+}
+interface OtlpAttribute {
+  key: string;
+  value: OtlpValue;
 }
 
 let collector: Server;
 const spans: CollectedSpan[] = [];
+/** What the webhook receiver got: each POST's traceparent and event type. */
+const webhookCalls: { traceparent: string; type: string }[] = [];
+let receiver: Server;
 let database: TestDatabase;
 let namespace: TestNamespace;
 let mesh: Mesh;
+let receiverPort: number;
 
-const hexOf = (id: string) => (/^[0-9a-f]{32}$/.test(id) ? id : Buffer.from(id, "base64").toString("hex"));
+// OTLP/JSON writes ids as hex; tolerate base64 (protobuf JSON mapping) from another exporter.
+const hexOf = (id: string | undefined) =>
+  !id || /^[0-9a-f]+$/.test(id) ? (id ?? "") : Buffer.from(id, "base64").toString("hex");
+const attributeValue = (value: OtlpValue) =>
+  value.stringValue ?? value.boolValue ?? (value.intValue === undefined ? undefined : Number(value.intValue));
+const attributesOf = (attributes: OtlpAttribute[] | undefined) =>
+  Object.fromEntries((attributes ?? []).map((a) => [a.key, attributeValue(a.value)]));
 
-beforeAll(async () => {
-  collector = createServer((req, res) => {
+const readBody = (req: IncomingMessage) =>
+  new Promise<string>((resolve) => {
     const chunks: Buffer[] = [];
     req.on("data", (chunk: Buffer) => chunks.push(chunk));
-    req.on("end", () => {
-      const body = JSON.parse(Buffer.concat(chunks).toString("utf8") || "{}") as {
-        resourceSpans?: {
-          resource?: { attributes?: { key: string; value: { stringValue?: string } }[] };
-          scopeSpans?: { spans?: { traceId: string; name: string }[] }[];
+    req.on("end", () => resolve(Buffer.concat(chunks).toString("utf8")));
+  });
+
+const listen = async (server: Server) => {
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  return (server.address() as AddressInfo).port;
+};
+
+beforeAll(async () => {
+  collector = createServer(async (req, res) => {
+    const body = JSON.parse((await readBody(req)) || "{}") as {
+      resourceSpans?: {
+        resource?: { attributes?: OtlpAttribute[] };
+        scopeSpans?: {
+          spans?: {
+            traceId: string;
+            spanId: string;
+            parentSpanId?: string;
+            name: string;
+            attributes?: OtlpAttribute[];
+          }[];
         }[];
-      };
-      for (const resourceSpans of body.resourceSpans ?? []) {
-        const service =
-          resourceSpans.resource?.attributes?.find((a) => a.key === "service.name")?.value.stringValue ?? "";
-        for (const scope of resourceSpans.scopeSpans ?? []) {
-          for (const span of scope.spans ?? []) spans.push({ service, traceId: hexOf(span.traceId), name: span.name });
+      }[];
+    };
+    for (const resourceSpans of body.resourceSpans ?? []) {
+      const service = String(attributesOf(resourceSpans.resource?.attributes)["service.name"] ?? "");
+      for (const scope of resourceSpans.scopeSpans ?? []) {
+        for (const span of scope.spans ?? []) {
+          spans.push({
+            service,
+            traceId: hexOf(span.traceId),
+            spanId: hexOf(span.spanId),
+            parentSpanId: hexOf(span.parentSpanId),
+            name: span.name,
+            attributes: attributesOf(span.attributes),
+          });
         }
       }
-      res.writeHead(200, { "content-type": "application/json" }).end("{}");
-    });
+    }
+    res.writeHead(200, { "content-type": "application/json" }).end("{}");
   });
-  await new Promise<void>((resolve) => collector.listen(0, "127.0.0.1", resolve));
-  const collectorPort = (collector.address() as AddressInfo).port;
+  const collectorPort = await listen(collector);
+  receiver = createServer(async (req, res) => {
+    const body = JSON.parse(await readBody(req)) as { type: string };
+    webhookCalls.push({ traceparent: String(req.headers.traceparent ?? ""), type: body.type });
+    res.end();
+  });
+  receiverPort = await listen(receiver);
 
   database = await createTestDatabase();
   namespace = createTestNamespace();
@@ -64,6 +119,8 @@ beforeAll(async () => {
       OTEL_EXPORTER_OTLP_ENDPOINT: `http://127.0.0.1:${collectorPort}`,
       OTEL_EXPORTER_OTLP_PROTOCOL: "http/json",
       OTEL_BSP_SCHEDULE_DELAY: "100",
+      // Payouts are generated by the test's call only.
+      PAYOUT_INTERVAL_MS: "0",
     },
   });
 });
@@ -73,6 +130,7 @@ afterAll(async () => {
   await namespace?.cleanup();
   await database?.drop();
   collector?.close();
+  receiver?.close();
 });
 
 describe("distributed tracing", () => {
@@ -106,5 +164,113 @@ describe("distributed tracing", () => {
     expect(JSON.parse(line ?? "{}")).toMatchObject({ service: "gateway", trace_id: traceId });
     // Keys never reach the logs.
     expect(mesh.recentOutput().some((l) => l.includes(key))).toBe(false);
+  });
+
+  it("a payment's trace reaches the webhook receiver and a refund's reaches payouts, from the x-request-id", async () => {
+    const created = await runTool("admin", ["products", "create", "--name", "Traced money"], {
+      PARTNERS_URL: mesh.urls.partners,
+    });
+    const { secret_key: key } = JSON.parse(created.stdout) as { secret_key: string };
+    const api = async (method: string, path: string, body: unknown) => {
+      const res = await fetch(mesh.gatewayUrl + path, {
+        method,
+        headers: { "x-api-key": key, "content-type": "application/json" },
+        body: JSON.stringify(body),
+      });
+      return {
+        status: res.status,
+        requestId: res.headers.get("x-request-id") ?? "",
+        json: JSON.parse(await res.text()),
+      };
+    };
+    expect((await api("PATCH", "/api/v1/program", { hold_days: 0, payout_minimum_cents: 1000 })).status).toBe(200);
+    const hook = await api("POST", "/api/v1/webhooks", {
+      url: `http://127.0.0.1:${receiverPort}/hooks`,
+      events: ["commission.created"],
+    });
+    expect(hook.status).toBe(201);
+    const affiliate = await api("POST", "/api/v1/affiliates", { email: "traced@example.com", notify: false });
+    expect(affiliate.status).toBe(201);
+
+    const payment = await api("POST", "/events", {
+      type: "payment",
+      referral_code: affiliate.json.partnership.referralCode,
+      amount_cents: 10_000,
+      external_id: `ch_${randomBytes(6).toString("hex")}`,
+      occurred_at: new Date(Date.now() - 1000).toISOString(),
+    });
+    expect(payment.status).toBe(201);
+    const commissionId = payment.json.data.commissions[0].id as string;
+    // The commission sits in an open payout, so its refund changes what payouts holds.
+    expect((await api("POST", "/api/v1/payouts/generate", {})).status).toBe(200);
+    const refund = await api("POST", "/api/v1/refunds", { commission_id: commissionId, reason: "chargeback" });
+    expect(refund.status).toBe(200);
+
+    // Each response's x-request-id leads to its trace id through the gateway's log line.
+    // The line is written once the response is sent: wait for it.
+    const traceOf = (requestId: string) =>
+      eventually(async () => {
+        const line = mesh
+          .recentOutput()
+          .map((text) => (text.startsWith("{") ? (JSON.parse(text) as Record<string, unknown>) : {}))
+          .find((entry) => entry.reqId === requestId && entry.msg === "request completed");
+        expect(line).toMatchObject({ service: "gateway", trace_id: expect.stringMatching(/^[0-9a-f]{32}$/) });
+        return String(line?.trace_id);
+      });
+    const paymentTrace = await traceOf(payment.requestId);
+    const refundTrace = await traceOf(refund.requestId);
+    expect(refundTrace).not.toBe(paymentTrace);
+
+    // The payment: gateway -> ledger RPC and SQL -> outbox -> NATS -> notifier -> webhook POST.
+    const call = await eventually(async () => {
+      const found = webhookCalls.find((c) => c.type === "commission.created");
+      expect(found).toBeDefined();
+      return found as { traceparent: string };
+    }, 30_000);
+    const [, receivedTrace, receivedParent] = call.traceparent.split("-");
+    expect(receivedTrace).toBe(paymentTrace);
+    const inTrace = (traceId: string) => spans.filter((s) => s.traceId === traceId);
+    const named = (list: CollectedSpan[], service: string, name: string | RegExp) =>
+      list.filter((s) => s.service === service && (typeof name === "string" ? s.name === name : name.test(s.name)));
+    const meshServices = ["partners", "ledger", "payouts", "notifier", "privacy", "gateway"];
+    const paymentSpans = await eventually(async () => {
+      const found = inTrace(paymentTrace);
+      // The span the receiver names as its parent is among the last to end.
+      expect(found.map((s) => s.spanId)).toContain(receivedParent);
+      // One tree: every span but the gateway's root has its parent in the trace.
+      const ids = new Set(found.map((s) => s.spanId));
+      expect(found.filter((s) => !ids.has(s.parentSpanId)).map((s) => s.service)).toEqual(["gateway"]);
+      return found;
+    }, 15_000);
+    const paymentServices = new Set(paymentSpans.map((s) => s.service));
+    for (const service of ["gateway", "ledger", "notifier"]) expect(paymentServices).toContain(service);
+    for (const service of paymentServices) expect(meshServices).toContain(service);
+    expect(named(paymentSpans, "ledger", /^affiliate\.ledger\.v1\.LedgerService\//)).not.toEqual([]);
+    const ledgerSql = paymentSpans.filter((s) => s.service === "ledger" && s.attributes["db.system"] === "postgresql");
+    expect(ledgerSql.map((s) => s.name)).toContain("INSERT outbox");
+    expect(named(paymentSpans, "ledger", /^send .*ledger\.commission\.created$/)).toHaveLength(1);
+    const consumed = named(paymentSpans, "notifier", "process ledger.commission.created");
+    expect(consumed).toHaveLength(1);
+    const [attempt] = named(paymentSpans, "notifier", "deliver webhook");
+    expect(attempt?.attributes["affiliate.webhook.id"]).toBe(hook.json.data.id);
+    // The receiver's parent is the attempt, or the HTTP client span inside it where the http
+    // instrumentation sees the request.
+    const receiverParent = paymentSpans.find((s) => s.spanId === receivedParent);
+    expect(receiverParent?.service).toBe("notifier");
+    expect([receiverParent?.spanId, receiverParent?.parentSpanId]).toContain(attempt?.spanId);
+    // Names and SQL summaries carry no value: the affiliate's email never reaches a span.
+    expect(JSON.stringify(spans)).not.toContain("traced@example.com");
+
+    // The refund: gateway -> ledger -> outbox -> NATS -> payouts' consumer and its SQL.
+    const refundSpans = await eventually(async () => {
+      const found = inTrace(refundTrace);
+      expect(named(found, "payouts", "process ledger.commission.refunded")).toHaveLength(1);
+      return found;
+    }, 15_000);
+    const refundServices = new Set(refundSpans.map((s) => s.service));
+    for (const service of ["gateway", "ledger", "payouts"]) expect(refundServices).toContain(service);
+    for (const service of refundServices) expect(meshServices).toContain(service);
+    const payoutsSql = refundSpans.filter((s) => s.service === "payouts" && s.attributes["db.system"] === "postgresql");
+    expect(payoutsSql.map((s) => s.name)).toContain("INSERT applied_events");
   });
 });
