@@ -18,4 +18,5 @@ export * from "./page-token.js";
 export * from "./periodic.js";
 export * from "./rpc.js";
 export * from "./shutdown.js";
+export * from "./text.js";
 export * from "./tracing.js";

@@ -10,6 +10,7 @@ import { isConnectionError, type Sql } from "./db.js";
 import { DomainError, toConnectError } from "./errors.js";
 import type { Logger } from "./logger.js";
 import { clientMetrics, serverMetrics } from "./metrics.js";
+import { refuseBadText } from "./text.js";
 import { clientTracing, serverTracing } from "./tracing.js";
 
 /** Answers whether the process can serve: its database and broker respond. */
@@ -87,7 +88,8 @@ export interface RpcServer {
 /**
  * The RPC server every service runs: HTTP/2 cleartext answering Connect, gRPC and gRPC-web on
  * one port, `grpc.health.v1.Health` for probes, and `/healthz` (alive) and `/readyz` (database
- * and broker answer) for humans with `curl --http2-prior-knowledge`.
+ * and broker answer) for humans with `curl --http2-prior-knowledge`. A request carrying bad text
+ * (U+0000, an unpaired surrogate) in any string field is INVALID_ARGUMENT naming the field.
  */
 export async function startRpcServer(options: RpcServerOptions): Promise<RpcServer> {
   const { logger } = options;
@@ -100,8 +102,9 @@ export async function startRpcServer(options: RpcServerOptions): Promise<RpcServ
       .catch(() => false));
 
   const handler = connectNodeAdapter({
-    // Metrics outermost: they count the code the caller gets, after errors are mapped.
-    interceptors: [serverMetrics, serverTracing, errorMapping(logger)],
+    // Metrics outermost: they count the code the caller gets, after errors are mapped. Bad text is
+    // refused innermost, before any handler sees it: every service deploys alone.
+    interceptors: [serverMetrics, serverTracing, errorMapping(logger), refuseBadText],
     routes: (router) => {
       options.routes(router);
       router.service(Health, healthService(isServing));
