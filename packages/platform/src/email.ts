@@ -1,3 +1,5 @@
+import { characterCount } from "./text.js";
+
 /**
  * The one email rule of the platform. Emails are stored and compared trimmed and lowercased, so
  * equality is exact (spec 4.11: "matched exactly against stored values").
@@ -12,5 +14,5 @@ const emailPattern = /^[^\s@]+@[^\s@]+\.[^\s@]+$/;
 
 /** Whether an already normalised email is one the platform accepts (at most 254 characters). */
 export function isValidEmail(normalized: string): boolean {
-  return normalized.length <= 254 && emailPattern.test(normalized);
+  return characterCount(normalized) <= 254 && emailPattern.test(normalized);
 }

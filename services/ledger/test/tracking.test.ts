@@ -529,4 +529,26 @@ describe("validation", () => {
     const error = await failure(track(h, { productId, type: EventType.PAYMENT }));
     expect(fieldErrorsOf(error as ConnectError)?.fieldErrors).toHaveProperty("amount_cents");
   });
+
+  it("takes a payment of at most 100,000,000,000 cents (contract section 5)", async () => {
+    const productId = await newProduct(h);
+    const { code: referralCode } = await newAffiliate(h, productId);
+    const atLimit = await track(h, { productId, type: EventType.PAYMENT, referralCode, amountCents: 100_000_000_000n });
+    expect(atLimit.event?.commissions[0]?.amountCents).toBe(20_000_000_000n);
+    const over = await failure(
+      track(h, { productId, type: EventType.PAYMENT, referralCode, amountCents: 100_000_000_001n }),
+    );
+    expect(fieldErrorsOf(over as ConnectError)?.fieldErrors).toEqual({
+      amount_cents: ["Must be an integer from 1 to 100,000,000,000 cents"],
+    });
+  });
+
+  it("counts lengths in characters: 128 emoji are a valid visitor_id, 129 are not", async () => {
+    const productId = await newProduct(h);
+    const emoji = "\u{1F600}";
+    const tracked = await track(h, { productId, type: EventType.SIGNUP, visitorId: emoji.repeat(128) });
+    expect(tracked.event?.visitorId).toBe(emoji.repeat(128));
+    const error = await failure(track(h, { productId, type: EventType.SIGNUP, visitorId: emoji.repeat(129) }));
+    expect(fieldErrorsOf(error as ConnectError)?.fieldErrors).toEqual({ visitor_id: ["Must be 1-128 characters"] });
+  });
 });

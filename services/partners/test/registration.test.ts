@@ -232,6 +232,14 @@ describe("registering one affiliate", () => {
         )
       ).fields,
     ).toHaveProperty("name");
+    // Characters, not UTF-16 units: 200 emoji (400 units) are a valid name.
+    const emojiName = "\u{1F600}".repeat(200);
+    const { partnership } = await h.partners.registerAffiliate({
+      productId,
+      registration: { email: uniqueEmail(), name: emojiName },
+      notify: false,
+    });
+    expect(partnership?.affiliate?.name).toBe(emojiName);
   });
 
   it("registers exactly once under concurrent identical requests", async () => {

@@ -1,5 +1,5 @@
 import { createHash } from "node:crypto";
-import { DomainError, newId, normalizeEmail, type Sql, type TransactionSql } from "@affiliate/platform";
+import { characterCount, DomainError, newId, normalizeEmail, type Sql, type TransactionSql } from "@affiliate/platform";
 import { enqueueRefundEvent } from "../events/outbox.js";
 import { lockCommissionsOfEvent } from "../store/commissions.js";
 import {
@@ -73,8 +73,11 @@ export async function refundPayment(
 
 function assertValidRefund(input: RefundInput): void {
   const errors: Record<string, string[]> = {};
-  if (input.reason !== undefined && input.reason.length > 500) errors.reason = ["At most 500 characters"];
-  if (input.idempotencyKey !== undefined && (input.idempotencyKey.length < 1 || input.idempotencyKey.length > 128)) {
+  if (input.reason !== undefined && characterCount(input.reason) > 500) errors.reason = ["At most 500 characters"];
+  if (
+    input.idempotencyKey !== undefined &&
+    (input.idempotencyKey === "" || characterCount(input.idempotencyKey) > 128)
+  ) {
     errors.idempotency_key = ["Must be 1-128 characters"];
   }
   if (input.refundAmountCents !== undefined && !Number.isSafeInteger(input.refundAmountCents)) {

@@ -1,10 +1,12 @@
 import { randomBytes } from "node:crypto";
-import { DomainError, type FieldErrors, isValidEmail, normalizeEmail } from "@affiliate/platform";
+import { characterCount, DomainError, type FieldErrors, isValidEmail, normalizeEmail } from "@affiliate/platform";
 import type { TrackInput } from "./types.js";
 
 export const maxFutureSkewMs = 5 * 60 * 1000;
 export const maxPastMs = 400 * 24 * 3600 * 1000;
 const referralCodePattern = /^[A-Za-z0-9_-]{3,50}$/;
+/** The largest payment accepted (contract section 5): one billion in the major unit. */
+export const maxPaymentCents = 100_000_000_000;
 
 /** A visitor id for a click that came without one. */
 export function newVisitorId(): string {
@@ -21,7 +23,9 @@ export function trackErrors(input: TrackInput, now: Date): FieldErrors {
     errors[field] = [...(errors[field] ?? []), message];
   };
   const optionalText = (field: string, value: string | undefined, max: number) => {
-    if (value !== undefined && (value.length < 1 || value.length > max)) add(field, `Must be 1-${max} characters`);
+    if (value === undefined) return;
+    const length = characterCount(value);
+    if (length < 1 || length > max) add(field, `Must be 1-${max} characters`);
   };
   if (input.referralCode !== undefined && !referralCodePattern.test(input.referralCode)) {
     add("referral_code", "Must be 3-50 letters, digits, hyphens or underscores");
@@ -48,8 +52,12 @@ export function trackErrors(input: TrackInput, now: Date): FieldErrors {
   }
   if (input.type === "payment") {
     if (input.amountCents === undefined) add("amount_cents", "Required for a payment");
-    else if (!Number.isSafeInteger(input.amountCents) || input.amountCents <= 0) {
-      add("amount_cents", "Must be a positive integer number of cents");
+    else if (
+      !Number.isSafeInteger(input.amountCents) ||
+      input.amountCents <= 0 ||
+      input.amountCents > maxPaymentCents
+    ) {
+      add("amount_cents", "Must be an integer from 1 to 100,000,000,000 cents");
     }
   } else {
     if (input.type === "signup" && input.amountCents !== undefined)

@@ -1,4 +1,4 @@
-import { DomainError, type Sql } from "@affiliate/platform";
+import { characterCount, DomainError, type Sql } from "@affiliate/platform";
 import { enqueueCommissionEvent } from "../events/outbox.js";
 import { getCommissionOrThrow, lockCommissionFamily, setCommissionStatus } from "../store/commissions.js";
 import { recordCommissionChange } from "./commission-changes.js";
@@ -18,7 +18,7 @@ export async function updateCommission(
   commissionId: string,
   change: { action: CommissionAction; reason?: string | undefined },
 ): Promise<Commission> {
-  if (change.reason !== undefined && change.reason.length > 500) {
+  if (change.reason !== undefined && characterCount(change.reason) > 500) {
     throw DomainError.invalidField("reason", "At most 500 characters");
   }
   return sql.begin(async (tx) => {

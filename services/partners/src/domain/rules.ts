@@ -1,5 +1,5 @@
 import { createHash, randomBytes, randomInt } from "node:crypto";
-import { DomainError, type FieldErrors, isValidEmail, normalizeEmail } from "@affiliate/platform";
+import { characterCount, DomainError, type FieldErrors, isValidEmail, normalizeEmail } from "@affiliate/platform";
 import type { KeyMode, PartnershipStatus, ProgramChanges, Registration } from "./types.js";
 
 export const referralCodePattern = /^[A-Za-z0-9_-]{3,50}$/;
@@ -10,7 +10,7 @@ export function registrationErrors(registration: Registration): FieldErrors {
   const email = normalizeEmail(registration.email);
   if (!isValidEmail(email)) errors.email = ["Invalid email address"];
   const { name, referralCode, sponsorReferralCode } = registration;
-  if (name !== undefined && (name.length < 1 || name.length > 200)) {
+  if (name !== undefined && (name === "" || characterCount(name) > 200)) {
     errors.name = ["Name must be 1-200 characters"];
   }
   if (referralCode !== undefined && !referralCodePattern.test(referralCode)) {
