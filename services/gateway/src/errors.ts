@@ -1,4 +1,4 @@
-import { errorInfoOf, fieldErrorsOf } from "@affiliate/platform";
+import { errorInfoOf, fieldErrorsOf, isCleanText } from "@affiliate/platform";
 import type { ErrorBody, NestedErrorBody, ValidationErrorBody } from "@affiliate/rest-shapes/schemas/common";
 import { Code, ConnectError } from "@connectrpc/connect";
 import type { FastifyError, FastifyReply, FastifyRequest } from "fastify";
@@ -29,6 +29,22 @@ export function parseOrThrow<S extends z.ZodType>(schema: S, input: unknown): z.
   // flattenError lists only fields that have messages, so none of them is undefined.
   if (!parsed.success) throw HttpError.validation(z.flattenError(parsed.error) as ValidationErrorBody["details"]);
   return parsed.data;
+}
+
+/**
+ * The id in a request's path, parsed with `schema`. An id with bad text (U+0000, an unpaired
+ * surrogate) names nothing that can exist, so it is the 404 of an unknown id (contract section
+ * 11), worded as the owning service words it: `<resource> <id> not found`. Any other problem
+ * (an id over 128 characters) is the validation envelope, as before.
+ */
+export function pathIdOrThrow(
+  schema: z.ZodType<{ id: string }>,
+  params: unknown,
+  resource: "Affiliate" | "Commission" | "Payout",
+): string {
+  const id = (params as { id?: unknown } | undefined)?.id;
+  if (typeof id === "string" && !isCleanText(id)) throw new HttpError(404, { error: `${resource} ${id} not found` });
+  return parseOrThrow(schema, params).id;
 }
 
 /** Thrown by the rate limiter; `retryAfterSeconds` is already in the Retry-After header. */
@@ -121,6 +137,8 @@ function isFastifyClientError(error: unknown): error is FastifyError & { statusC
 
 function toHttpError(error: unknown): HttpError | undefined {
   if (error instanceof HttpError) return error;
+  // An id whose percent-encoding does not decode to UTF-8 text is an id no resource has.
+  if ((error as Partial<FastifyError>).code === "FST_ERR_BAD_URL") return new HttpError(404, { error: "Not found" });
   if (error instanceof RateLimitedError) return new HttpError(429, { error: error.message });
   if (error instanceof ConnectError) return httpErrorOfConnect(error);
   if (isFastifyClientError(error)) {

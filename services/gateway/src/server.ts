@@ -13,7 +13,8 @@ import fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyRequ
 import { authenticate, type KeyPolicy } from "./auth/authenticate.js";
 import { hashKey, type KeyCache } from "./auth/key-cache.js";
 import type { GatewayConfig } from "./config.js";
-import { errorHandler, RateLimitedError } from "./errors.js";
+import { errorHandler, HttpError, RateLimitedError } from "./errors.js";
+import { maxBodyDepth, nestsDeeperThan } from "./json-depth.js";
 import { openApiDocument } from "./openapi.js";
 import { partnersDirectory } from "./partners-directory.js";
 import { opsRoutes, type ReadinessCheck } from "./routes/ops.js";
@@ -92,6 +93,8 @@ export function buildServer(deps: GatewayDeps): FastifyInstance {
     requestIdHeader: false,
     genReqId: requestIdOf,
     bodyLimit: maxBodyBytes,
+    // A path whose percent-encoding is not UTF-8 names nothing: answered by the one error handler.
+    frameworkErrors: errorHandler,
   });
 
   // Bodies are JSON only; anything else is answered 415 instead of reaching validation as text.
@@ -102,6 +105,11 @@ export function buildServer(deps: GatewayDeps): FastifyInstance {
   app.addHook("onRequest", async (request, reply) => {
     reply.header("x-request-id", request.id);
     trace.getActiveSpan()?.setAttribute("http.request_id", request.id);
+  });
+  app.addHook("preValidation", async (request) => {
+    if (nestsDeeperThan(request.body, maxBodyDepth)) {
+      throw new HttpError(400, { error: `Request body nests deeper than ${maxBodyDepth} levels` });
+    }
   });
   app.addHook("onResponse", async (request, reply) => {
     observeHttpRequest({

@@ -175,7 +175,7 @@ describe("documentation", () => {
     expect(track.responses["403"]).toBeUndefined();
     const event = document.components.schemas.TrackEventRequest;
     expect(event.required).toEqual(["type"]);
-    expect(event.properties.amount_cents).toMatchObject({ type: "integer", exclusiveMinimum: 0 });
+    expect(event.properties.amount_cents).toMatchObject({ type: "integer", minimum: 1, maximum: 100_000_000_000 });
     expect(event.properties.visitor_id).toMatchObject({ minLength: 1, maxLength: 128 });
     expect(event.properties.occurred_at).toMatchObject({ type: "string", format: "date-time" });
     expect(document.components.schemas.EventType.enum).toEqual(["click", "signup", "payment"]);

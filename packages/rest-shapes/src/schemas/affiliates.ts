@@ -6,6 +6,7 @@ import {
   paginationSchema,
   partnershipStatusSchema,
   referralCodeSchema,
+  text,
 } from "./common.js";
 
 const email = emailSchema.meta({
@@ -17,11 +18,11 @@ const email = emailSchema.meta({
 export const affiliateRegistrationSchema = z
   .object({
     email,
-    name: z.string().min(1).max(200).optional().meta({ description: "Display name, used for a new account." }),
+    name: text({ min: 1, max: 200 }).optional().meta({ description: "Display name, used for a new account." }),
     referralCode: referralCodeSchema
       .optional()
       .meta({ description: "Unique within the product; generated when omitted.", example: "jane-doe" }),
-    sponsorReferralCode: z.string().min(1).max(50).optional().meta({
+    sponsorReferralCode: text({ min: 1, max: 50 }).optional().meta({
       description:
         "Referral code of an active affiliate of this program who recruited this one; that affiliate earns level-2 commissions.",
     }),

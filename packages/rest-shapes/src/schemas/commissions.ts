@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { idParamsSchema, pageQueryShape, paginationSchema } from "./common.js";
+import { idParamsSchema, pageQueryShape, paginationSchema, text } from "./common.js";
 
 export const commissionStatusSchema = z.enum(["pending", "approved", "paid", "rejected", "refunded"]).meta({
   id: "CommissionStatus",
@@ -36,8 +36,8 @@ export const commissionIdParamsSchema = idParamsSchema("Commission id (com_…).
 
 export const listCommissionsQuerySchema = z.object({
   status: commissionStatusSchema.optional().meta({ description: "Only commissions in this status." }),
-  partnership_id: z.string().min(1).max(128).optional().meta({ description: "Only this partnership's." }),
-  payout_id: z.string().min(1).max(128).optional().meta({ description: "Only those bundled into this payout." }),
+  partnership_id: text({ min: 1, max: 128 }).optional().meta({ description: "Only this partnership's." }),
+  payout_id: text({ min: 1, max: 128 }).optional().meta({ description: "Only those bundled into this payout." }),
   ...pageQueryShape,
 });
 
@@ -47,7 +47,7 @@ export const updateCommissionBodySchema = z
       description:
         "approve: a pending commission becomes approved (its hold ends early). reject: a pending commission, or an approved one not in a payout, becomes rejected, with its level-2 child.",
     }),
-    reason: z.string().max(500).optional().meta({ description: "Stored on the commission; at most 500 characters." }),
+    reason: text({ max: 500 }).optional().meta({ description: "Stored on the commission; at most 500 characters." }),
   })
   .meta({ id: "UpdateCommissionRequest" });
 

@@ -1,5 +1,40 @@
+import { badTextMessage, characterCount, isCleanText } from "@affiliate/platform";
 import { z } from "zod";
 import type { ZodOpenApiResponseObject } from "zod-openapi";
+
+/**
+ * A string as every route reads it, from a body, a query, a path or a header: clean text first
+ * (no U+0000, no unpaired surrogate; contract section 11), then its length limits, counted in
+ * characters (code points) rather than UTF-16 units, so 200 emoji are a 200-character name.
+ * Every string schema of the gateway starts here, so no field can forget the rule. The
+ * documented minLength and maxLength count characters too, as JSON Schema defines them.
+ */
+export function text({ min, max }: { min?: number; max?: number } = {}) {
+  return z
+    .string()
+    .check((context) => {
+      const value = context.value;
+      if (!isCleanText(value)) {
+        // Nothing else is worth saying about such a value: later checks and transforms are skipped.
+        context.issues.push({ code: "custom", message: badTextMessage, input: value, continue: false });
+        return;
+      }
+      if (min === undefined && max === undefined) return;
+      const length = characterCount(value);
+      if (max !== undefined && length > max) {
+        context.issues.push({ code: "too_big", origin: "string", maximum: max, inclusive: true, input: value });
+      }
+      if (min !== undefined && length < min) {
+        context.issues.push({ code: "too_small", origin: "string", minimum: min, inclusive: true, input: value });
+      }
+    })
+    .meta({
+      override: ({ jsonSchema }: { jsonSchema: Record<string, unknown> }) => {
+        if (min !== undefined) jsonSchema.minLength = min;
+        if (max !== undefined) jsonSchema.maxLength = max;
+      },
+    });
+}
 
 /** Every error answer: `{ error, details? }` (spec section 7). */
 export const errorSchema = z
@@ -39,22 +74,23 @@ export type ValidationErrorBody = z.output<typeof validationErrorSchema>;
 export type NestedErrorBody = z.output<typeof nestedErrorSchema>;
 
 /** A referral code as registration and tracking accept it. */
-export const referralCodeSchema = z
-  .string()
-  .regex(/^[A-Za-z0-9_-]{3,50}$/, "Must be 3-50 letters, digits, hyphens or underscores");
+export const referralCodeSchema = text().regex(
+  /^[A-Za-z0-9_-]{3,50}$/,
+  "Must be 3-50 letters, digits, hyphens or underscores",
+);
 
 /** An email as every endpoint takes it: trimmed and lowercased, then checked. */
-export const emailSchema = z.string().trim().toLowerCase().pipe(z.email());
+export const emailSchema = text().trim().toLowerCase().pipe(z.email());
 
 /** The query parameters every cursor-paginated list takes (spec section 8, contract section 11). */
 export const pageQueryShape = {
-  cursor: z.string().min(1).max(2048).optional().meta({ description: "`next_cursor` of the previous page." }),
+  cursor: text({ min: 1, max: 2048 }).optional().meta({ description: "`next_cursor` of the previous page." }),
   limit: z.coerce.number().int().min(1).max(100).default(50).meta({ description: "Page size, 1-100." }),
 };
 
 /** A resource id in a path; its type prefix is named in the description. */
 export const idParamsSchema = (description: string) =>
-  z.object({ id: z.string().min(1).max(128).meta({ description }) });
+  z.object({ id: text({ min: 1, max: 128 }).meta({ description }) });
 
 export const partnershipStatusSchema = z
   .enum(["active", "pending", "rejected", "removed"])

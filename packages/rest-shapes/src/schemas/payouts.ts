@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { idParamsSchema, pageQueryShape, paginationSchema } from "./common.js";
+import { idParamsSchema, pageQueryShape, paginationSchema, text } from "./common.js";
 
 export const payoutStatusSchema = z.enum(["pending", "approved", "failed", "processing", "completed"]).meta({
   id: "PayoutStatus",
@@ -50,14 +50,14 @@ export const payoutIdParamsSchema = idParamsSchema("Payout id (po_…).");
 
 export const listPayoutsQuerySchema = z.object({
   status: payoutStatusSchema.optional().meta({ description: "Only payouts in this status." }),
-  partnership_id: z.string().min(1).max(128).optional().meta({ description: "Only this partnership's." }),
+  partnership_id: text({ min: 1, max: 128 }).optional().meta({ description: "Only this partnership's." }),
   ...pageQueryShape,
 });
 
 /** POST /api/v1/payouts/generate takes no fields: no body, or an empty object. */
 export const generatePayoutsBodySchema = z.strictObject({}).optional().meta({ id: "GeneratePayoutsRequest" });
 
-const note = (what: string) => z.string().max(500).optional().meta({ description: what });
+const note = (what: string) => text({ max: 500 }).optional().meta({ description: what });
 
 /**
  * PATCH /api/v1/payouts/:id. An unknown or missing action is not the validation envelope but

@@ -1,6 +1,6 @@
 import { z } from "zod";
 import { commissionStatusSchema } from "./commissions.js";
-import { emailSchema, errorSchema } from "./common.js";
+import { emailSchema, errorSchema, text } from "./common.js";
 
 export const missingStrategyMessage = "Provide one of commission_id, external_id, or email plus payment_amount_cents";
 export const severalStrategiesMessage =
@@ -9,7 +9,7 @@ export const keyMismatchMessage =
   "The Idempotency-Key header and the body's idempotency_key differ; send the key once, or the same key in both";
 
 /** An idempotency key as the body or the header carries it (spec 4.9, 8). */
-export const idempotencyKeySchema = z.string().min(1).max(128);
+export const idempotencyKeySchema = text({ min: 1, max: 128 });
 
 const isObject = (value: unknown): value is Record<string, unknown> =>
   typeof value === "object" && value !== null && !Array.isArray(value);
@@ -22,11 +22,8 @@ const isObject = (value: unknown): value is Record<string, unknown> =>
  */
 export const refundBodySchema = z
   .object({
-    commission_id: z.string().min(1).max(128).optional().meta({ description: "The commission id (com_…)." }),
-    external_id: z
-      .string()
-      .min(1)
-      .max(255)
+    commission_id: text({ min: 1, max: 128 }).optional().meta({ description: "The commission id (com_…)." }),
+    external_id: text({ min: 1, max: 255 })
       .optional()
       .meta({ description: "The merchant's own transaction id of the payment, as sent to POST /events." }),
     email: emailSchema.optional().meta({
@@ -42,9 +39,7 @@ export const refundBodySchema = z
       description:
         "The incremental refund in cents, not the cumulative total. Omitted: whatever remains of the payment (a full refund). Must be > 0 and at most the payment, else 422.",
     }),
-    reason: z
-      .string()
-      .max(500)
+    reason: text({ max: 500 })
       .optional()
       .meta({ description: "Stored on the commission and sent in the affiliate's email; at most 500 characters." }),
     idempotency_key: idempotencyKeySchema.optional().meta({

@@ -1,12 +1,17 @@
 import { z } from "zod";
 import { commissionStatusSchema } from "./commissions.js";
-import { emailSchema, referralCodeSchema } from "./common.js";
+import { emailSchema, referralCodeSchema, text } from "./common.js";
 
 export const eventTypeSchema = z
   .enum(["click", "signup", "payment"])
   .meta({ id: "EventType", description: "What happened: a referral link was followed, a customer signed up or paid." });
 
-const text = (max: number) => z.string().min(1).max(max);
+/**
+ * The largest payment (contract section 5): one billion in the major unit. The limit keeps every
+ * total exact: it takes over 90,000 payments at the limit before a sum passes 2^53.
+ */
+export const maxPaymentCents = 100_000_000_000;
+const paymentRangeMessage = "Must be an integer from 1 to 100,000,000,000 cents";
 
 /**
  * A tracking event (contract section 5). The gateway checks each field and the rules that need no
@@ -20,7 +25,7 @@ export const trackEventBodySchema = z
       description: "Required for a click. On a signup or payment, credits that partnership directly.",
       example: "jane-doe",
     }),
-    visitor_id: text(128).optional().meta({
+    visitor_id: text({ min: 1, max: 128 }).optional().meta({
       description:
         "The visitor's id, 1-128 characters. Generated (vis_…) for a click without one and returned; on a signup or payment, attributes through the visitor's latest click inside the attribution window.",
     }),
@@ -28,15 +33,16 @@ export const trackEventBodySchema = z
       description: "Signup or payment: the customer's email; trimmed and lowercased before storage.",
       override: { format: "email" },
     }),
-    provider_customer_id: text(255)
+    provider_customer_id: text({ min: 1, max: 255 })
       .optional()
       .meta({ description: "Signup or payment: the payment provider's customer id." }),
     amount_cents: z
-      .int()
-      .positive()
+      .int(paymentRangeMessage)
+      .min(1, paymentRangeMessage)
+      .max(maxPaymentCents, paymentRangeMessage)
       .optional()
-      .meta({ description: "Payment: required, the amount paid in cents (> 0)." }),
-    external_id: text(255).optional().meta({
+      .meta({ description: "Payment: required, the amount paid in cents, 1 to 100,000,000,000." }),
+    external_id: text({ min: 1, max: 255 }).optional().meta({
       description:
         "Payment: the merchant's transaction id, unique per product. A payment with an external_id already recorded answers 200 with the original event.",
     }),
@@ -48,8 +54,8 @@ export const trackEventBodySchema = z
         description: "ISO 8601 timestamp; defaults to now. At most 5 minutes ahead and 400 days back.",
         example: "2025-01-02T03:04:05.678Z",
       }),
-    ip: text(64).optional().meta({ description: "The customer's IP address." }),
-    user_agent: text(1024).optional().meta({ description: "The customer's user agent." }),
+    ip: text({ min: 1, max: 64 }).optional().meta({ description: "The customer's IP address." }),
+    user_agent: text({ min: 1, max: 1024 }).optional().meta({ description: "The customer's user agent." }),
   })
   .superRefine((event, context) => {
     if (event.type === "click" && event.referral_code === undefined) {

@@ -28,7 +28,7 @@ import type { Client } from "@connectrpc/connect";
 import type { FastifyInstance, FastifyRequest } from "fastify";
 import type { z } from "zod";
 import type { ZodOpenApiPathsObject } from "zod-openapi";
-import { parseOrThrow } from "../../errors.js";
+import { parseOrThrow, pathIdOrThrow } from "../../errors.js";
 import { type PartnershipStats, type PartnershipStatsSource, statsOf } from "../../stats-source.js";
 
 export interface AffiliatesRouteDeps {
@@ -106,14 +106,14 @@ export async function affiliatesRoutes(app: FastifyInstance, { partners, stats }
   });
 
   app.get("/affiliates/:id", async (request) => {
-    const { id } = parseOrThrow(partnershipIdParamsSchema, request.params);
+    const id = pathIdOrThrow(partnershipIdParamsSchema, request.params, "Affiliate");
     const productId = request.productId;
     const partnership = partnershipOf(await partners.getPartnership({ productId, partnershipId: id }));
     return { data: toPublicPartnershipDetail(partnership, await stats.breakdownFor(productId, partnership.id)) };
   });
 
   const updateStatus = async (request: FastifyRequest, status: PartnershipStatus) => {
-    const { id } = parseOrThrow(partnershipIdParamsSchema, request.params);
+    const id = pathIdOrThrow(partnershipIdParamsSchema, request.params, "Affiliate");
     const productId = request.productId;
     const partnership = partnershipOf(await partners.updatePartnershipStatus({ productId, partnershipId: id, status }));
     const figures = await stats.statsFor(productId, [partnership.id]);

@@ -12,7 +12,7 @@ import { authenticatedErrors, bodyErrors, errorResponses } from "@affiliate/rest
 import type { Client } from "@connectrpc/connect";
 import type { FastifyInstance } from "fastify";
 import type { ZodOpenApiPathsObject } from "zod-openapi";
-import { parseOrThrow } from "../../errors.js";
+import { parseOrThrow, pathIdOrThrow } from "../../errors.js";
 import type { PartnersDirectory } from "../../partners-directory.js";
 
 export interface CommissionsRouteDeps {
@@ -57,13 +57,13 @@ export async function commissionsRoutes(app: FastifyInstance, { ledger, director
   });
 
   app.get("/commissions/:id", async (request) => {
-    const { id } = parseOrThrow(commissionIdParamsSchema, request.params);
+    const id = pathIdOrThrow(commissionIdParamsSchema, request.params, "Commission");
     const productId = request.productId;
     return one(productId, commissionOf(await ledger.getCommission({ productId, commissionId: id })));
   });
 
   app.patch("/commissions/:id", async (request) => {
-    const { id } = parseOrThrow(commissionIdParamsSchema, request.params);
+    const id = pathIdOrThrow(commissionIdParamsSchema, request.params, "Commission");
     const { action, reason } = parseOrThrow(updateCommissionBodySchema, request.body);
     const productId = request.productId;
     const response = await ledger.updateCommission({

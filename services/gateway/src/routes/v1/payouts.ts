@@ -17,7 +17,7 @@ import {
 import type { Client } from "@connectrpc/connect";
 import type { FastifyInstance } from "fastify";
 import type { ZodOpenApiPathsObject } from "zod-openapi";
-import { HttpError, parseOrThrow } from "../../errors.js";
+import { HttpError, parseOrThrow, pathIdOrThrow } from "../../errors.js";
 import type { PartnersDirectory } from "../../partners-directory.js";
 
 /** How long POST /api/v1/payouts/generate waits for the payouts service. */
@@ -90,13 +90,13 @@ export async function payoutsRoutes(app: FastifyInstance, { payouts, directory }
   });
 
   app.get("/payouts/:id", async (request) => {
-    const { id } = parseOrThrow(payoutIdParamsSchema, request.params);
+    const id = pathIdOrThrow(payoutIdParamsSchema, request.params, "Payout");
     const productId = request.productId;
     return one(productId, payoutOf(await payouts.getPayout({ productId, payoutId: id })));
   });
 
   app.patch("/payouts/:id", async (request) => {
-    const { id } = parseOrThrow(payoutIdParamsSchema, request.params);
+    const id = pathIdOrThrow(payoutIdParamsSchema, request.params, "Payout");
     checkAction(request.body);
     const { action, reference, reason } = parseOrThrow(updatePayoutBodySchema, request.body);
     const productId = request.productId;

@@ -1,0 +1,254 @@
+/**
+ * Contract section 11, "Bad text": U+0000 or an unpaired surrogate in any string a route reads
+ * (body field, query parameter, header) is a 400 validation envelope naming that field; in a
+ * path id it is the 404 of an unknown id. Nothing reaches a service. Lengths count characters.
+ */
+import { badTextMessage } from "@affiliate/platform";
+import { describe, expect, it } from "vitest";
+import { bulkRegisterResponseSchema } from "../src/schemas/affiliates.js";
+import { invalidPayoutActionMessage } from "../src/schemas/payouts.js";
+import { invalidPeriodMessage } from "../src/schemas/stats.js";
+import { createGateway, expectBody } from "./support/harness.js";
+
+const nul = "ab\u0000cd";
+const loneHigh = "ab\uD800cd";
+const loneLow = "\uDC00";
+const badValues = { "U+0000": nul, "a lone high surrogate": loneHigh, "a lone low surrogate": loneLow };
+
+type Method = "POST" | "PATCH" | "GET" | "DELETE";
+
+/** Fields with a fixed vocabulary or format: bad text fails that rule, whose message is the field's own. */
+const formatted = new Set(["status", "type", "action", "occurred_at"]);
+
+/** A request with one bad body field, by route: a valid body, and which field to spoil. */
+const bodyFields: { method: Method; url: string; body: Record<string, unknown>; field: string }[] = [
+  ...["email", "name", "referralCode", "sponsorReferralCode"].map((field) => ({
+    method: "POST" as const,
+    url: "/api/v1/affiliates",
+    body: { email: "jane@example.com", name: "Jane", referralCode: "jane-1", sponsorReferralCode: "ada-1" },
+    field,
+  })),
+  { method: "PATCH", url: "/api/v1/affiliates/ptn_1", body: { status: "removed" }, field: "status" },
+  ...["referral_code", "visitor_id", "type"].map((field) => ({
+    method: "POST" as const,
+    url: "/events",
+    body: { type: "click", referral_code: "jane-1", visitor_id: "vis_1" },
+    field,
+  })),
+  ...["customer_email", "provider_customer_id", "external_id", "occurred_at", "ip", "user_agent"].map((field) => ({
+    method: "POST" as const,
+    url: "/events",
+    body: {
+      type: "payment",
+      amount_cents: 1000,
+      customer_email: "c@example.com",
+      provider_customer_id: "cus_1",
+      external_id: "ch_1",
+      occurred_at: new Date().toISOString(),
+      ip: "192.0.2.1",
+      user_agent: "Mozilla/5.0",
+    },
+    field,
+  })),
+  { method: "PATCH", url: "/api/v1/commissions/com_1", body: { action: "reject", reason: "fraud" }, field: "reason" },
+  { method: "PATCH", url: "/api/v1/commissions/com_1", body: { action: "reject" }, field: "action" },
+  ...["commission_id", "reason", "idempotency_key"].map((field) => ({
+    method: "POST" as const,
+    url: "/api/v1/refunds",
+    body: { commission_id: "com_1", reason: "duplicate", idempotency_key: "k1" },
+    field,
+  })),
+  { method: "POST", url: "/api/v1/refunds", body: { external_id: "ch_1" }, field: "external_id" },
+  { method: "POST", url: "/api/v1/refunds", body: { email: "c@example.com", payment_amount_cents: 1 }, field: "email" },
+  {
+    method: "PATCH",
+    url: "/api/v1/payouts/po_1",
+    body: { action: "mark_paid", reference: "tr_1" },
+    field: "reference",
+  },
+  { method: "PATCH", url: "/api/v1/payouts/po_1", body: { action: "mark_failed", reason: "bounced" }, field: "reason" },
+];
+
+/** A list or read with one bad query parameter. */
+const queryFields: { url: string; field: string }[] = [
+  ...["status", "cursor"].map((field) => ({ url: "/api/v1/affiliates", field })),
+  ...["status", "partnership_id", "payout_id", "cursor"].map((field) => ({ url: "/api/v1/commissions", field })),
+  ...["status", "partnership_id", "cursor"].map((field) => ({ url: "/api/v1/payouts", field })),
+];
+
+/** Every route with an id in its path, and how its owner words an unknown id. */
+const pathIds: { method: Method; url: (id: string) => string; body?: unknown; resource: string }[] = [
+  { method: "GET", url: (id) => `/api/v1/affiliates/${id}`, resource: "Affiliate" },
+  { method: "PATCH", url: (id) => `/api/v1/affiliates/${id}`, body: { status: "removed" }, resource: "Affiliate" },
+  { method: "DELETE", url: (id) => `/api/v1/affiliates/${id}`, resource: "Affiliate" },
+  { method: "GET", url: (id) => `/api/v1/commissions/${id}`, resource: "Commission" },
+  { method: "PATCH", url: (id) => `/api/v1/commissions/${id}`, body: { action: "approve" }, resource: "Commission" },
+  { method: "GET", url: (id) => `/api/v1/payouts/${id}`, resource: "Payout" },
+  { method: "PATCH", url: (id) => `/api/v1/payouts/${id}`, body: { action: "approve" }, resource: "Payout" },
+];
+
+/** RPCs the gateway made beyond resolving the key. */
+const rpcCount = (gateway: ReturnType<typeof createGateway>) =>
+  [...gateway.fake.requests, ...gateway.ledger.requests, ...gateway.payouts.requests].filter(
+    (entry) => entry.method !== "authenticate",
+  ).length;
+
+describe("bad text in a body field", () => {
+  for (const { method, url, body, field } of bodyFields) {
+    for (const [what, value] of Object.entries(badValues)) {
+      it(`${method} ${url} ${field} with ${what}: 400 naming ${field}, no RPC`, async () => {
+        const gateway = createGateway();
+        const before = rpcCount(gateway);
+        const response = await gateway.call(method, url, { body: { ...body, [field]: value } });
+        expect(response.statusCode).toBe(400);
+        if (url.startsWith("/api/v1/payouts") && field === "action") {
+          expect(response.json()).toEqual({ error: invalidPayoutActionMessage });
+        } else {
+          expect(response.json()).toMatchObject({
+            error: "Validation failed",
+            details: {
+              fieldErrors: {
+                [field]: formatted.has(field) ? [expect.any(String)] : [badTextMessage],
+              },
+            },
+          });
+        }
+        expect(rpcCount(gateway) - before).toBe(0);
+      });
+    }
+  }
+});
+
+describe("bad text in a query parameter", () => {
+  for (const { url, field } of queryFields) {
+    it(`GET ${url}?${field}=<U+0000>: 400 naming ${field}, no RPC`, async () => {
+      const gateway = createGateway();
+      const before = rpcCount(gateway);
+      const response = await gateway.call("GET", `${url}?${field}=${encodeURIComponent(nul)}`);
+      expect(response.statusCode).toBe(400);
+      expect(response.json()).toMatchObject({
+        error: "Validation failed",
+        details: { fieldErrors: { [field]: [field === "status" ? expect.any(String) : badTextMessage] } },
+      });
+      expect(rpcCount(gateway) - before).toBe(0);
+    });
+  }
+
+  it("percent-encoding of a surrogate (CESU-8 bytes, not UTF-8) reaches a service as harmless text", async () => {
+    const gateway = createGateway();
+    const response = await gateway.call("GET", "/api/v1/commissions?partnership_id=%ED%A0%80");
+    // The query parser keeps bytes it cannot decode as they were written.
+    expect(response.statusCode).toBe(200);
+    expect(gateway.ledger.requestsOf("listCommissions")).toMatchObject([{ partnershipId: "%ED%A0%80" }]);
+  });
+
+  it("the stats period keeps its own nested 400", async () => {
+    const gateway = createGateway();
+    for (const url of ["/api/v1/stats", "/api/v1/stats/timeseries"]) {
+      const response = await gateway.call("GET", `${url}?period=${encodeURIComponent(nul)}`);
+      expect(response.statusCode).toBe(400);
+      expect(response.json()).toEqual({ data: { error: invalidPeriodMessage } });
+    }
+  });
+});
+
+describe("bad text in a header the gateway reads", () => {
+  for (const [what, value] of Object.entries(badValues)) {
+    it(`Idempotency-Key with ${what}: 400 on idempotency_key, no RPC`, async () => {
+      const gateway = createGateway();
+      const response = await gateway.call("POST", "/api/v1/refunds", {
+        body: { commission_id: "com_1" },
+        headers: { "idempotency-key": value },
+      });
+      expect(response.statusCode).toBe(400);
+      expect(response.json()).toEqual({
+        error: "Validation failed",
+        details: { formErrors: [], fieldErrors: { idempotency_key: [`Idempotency-Key header: ${badTextMessage}`] } },
+      });
+      expect(gateway.ledger.requests).toEqual([]);
+    });
+  }
+});
+
+describe("bad text in a path id", () => {
+  for (const { method, url, body, resource } of pathIds) {
+    it(`${method} ${url(":id")} with U+0000: the 404 of an unknown id, no RPC`, async () => {
+      const gateway = createGateway();
+      const before = rpcCount(gateway);
+      const response = await gateway.call(method, url(encodeURIComponent(nul)), body === undefined ? {} : { body });
+      expect(response.statusCode).toBe(404);
+      expect(response.json()).toEqual({ error: `${resource} ${nul} not found` });
+      expect(rpcCount(gateway) - before).toBe(0);
+    });
+
+    it(`${method} ${url(":id")} with percent-encoding that is not UTF-8: 404`, async () => {
+      const gateway = createGateway();
+      const response = await gateway.call(method, url("%ED%A0%80"), body === undefined ? {} : { body });
+      expect(response.statusCode).toBe(404);
+      expect(response.json()).toEqual({ error: "Not found" });
+    });
+  }
+});
+
+describe("bulk registration", () => {
+  it("an entry with bad text fails alone; the valid entries are registered", async () => {
+    const gateway = createGateway();
+    const response = await gateway.call("POST", "/api/v1/affiliates/bulk", {
+      body: {
+        notify: false,
+        affiliates: [
+          { email: "ada@example.com", name: "Ada" },
+          { email: "nul@example.com", name: nul },
+          { email: `lone${loneLow}@example.com` },
+          { email: "grace@example.com" },
+        ],
+      },
+    });
+    expect(response.statusCode).toBe(200);
+    const body = expectBody(bulkRegisterResponseSchema, response.json());
+    expect(body.results).toMatchObject([
+      { email: "ada@example.com", success: true, action: "created" },
+      { email: "nul@example.com", success: false, error: `name: ${badTextMessage}` },
+      { email: `lone${loneLow}@example.com`, success: false, error: `email: ${badTextMessage}` },
+      { email: "grace@example.com", success: true, action: "created" },
+    ]);
+    expect(body.summary).toEqual({ total: 4, created: 2, joined: 0, reactivated: 0, failed: 2 });
+    // Only the valid entries travelled to partners, and partners holds exactly them.
+    expect(gateway.fake.requestsOf("bulkRegisterAffiliates")).toMatchObject([
+      { registrations: [{ email: "ada@example.com" }, { email: "grace@example.com" }] },
+    ]);
+    expect([...gateway.fake.partnerships.values()].map((p) => p.affiliate?.email).sort()).toEqual([
+      "ada@example.com",
+      "grace@example.com",
+    ]);
+  });
+});
+
+describe("lengths count characters", () => {
+  const emoji = "\u{1F600}";
+
+  it("200 emoji are a valid name (400 UTF-16 units); 201 are too many", async () => {
+    const gateway = createGateway();
+    const ok = await gateway.call("POST", "/api/v1/affiliates", {
+      body: { email: "emoji@example.com", name: emoji.repeat(200) },
+    });
+    expect(ok.statusCode).toBe(201);
+    expect(ok.json().affiliate.name).toBe(emoji.repeat(200));
+    const tooLong = await gateway.call("POST", "/api/v1/affiliates", {
+      body: { email: "emoji2@example.com", name: emoji.repeat(201) },
+    });
+    expect(tooLong.statusCode).toBe(400);
+    expect(tooLong.json().details.fieldErrors).toEqual({ name: ["Too big: expected string to have <=200 characters"] });
+  });
+
+  it("a refund reason of 500 emoji is accepted, an idempotency key of 129 is not", async () => {
+    const gateway = createGateway();
+    const reason = await gateway.call("POST", "/api/v1/refunds", {
+      body: { commission_id: "com_1", reason: emoji.repeat(500), idempotency_key: emoji.repeat(129) },
+    });
+    expect(reason.statusCode).toBe(400);
+    expect(reason.json().details.fieldErrors).toEqual({
+      idempotency_key: ["Too big: expected string to have <=128 characters"],
+    });
+  });
+});
