@@ -8,8 +8,9 @@ export type TransactionSql = postgres.TransactionSql<Record<string, never>>;
 export type Queryable = Sql | TransactionSql;
 
 /**
- * int8 columns (money, counts) come back as JS numbers. Cents stay exact up to 2^53
- * (about 90 trillion dollars); a value beyond that is refused rather than rounded.
+ * int8 columns (a single amount, a count) come back as JS numbers: every amount the API accepts
+ * is at most 100,000,000,000 cents, far below 2^53, so one row's value is always exact. A value
+ * beyond 2^53 is refused rather than rounded. Totals do not come this way: see numericAsBigint.
  */
 const int8AsNumber = {
   to: 20,
@@ -19,6 +20,23 @@ const int8AsNumber = {
     const parsed = Number(value);
     if (!Number.isSafeInteger(parsed)) throw new RangeError(`int8 value ${value} exceeds 2^53`);
     return parsed;
+  },
+};
+
+/**
+ * numeric values come back as JS bigints. This is how totals travel (contract section 11): a
+ * `sum()` of int8 is numeric in Postgres, exact at any size, so a sum of many maximal payments
+ * (over 2^53 after 90,072 of them) reaches the code exactly, and from there travels as int64 in
+ * protos. A store that reads a stored total (a payout's amount) casts it `::numeric` for the same
+ * reason. The schemas hold no fractional numeric, so a fraction is a bug and is refused.
+ */
+const numericAsBigint = {
+  to: 1700,
+  from: [1700],
+  serialize: (value: bigint) => value.toString(),
+  parse: (value: string) => {
+    if (!/^-?\d+$/.test(value)) throw new RangeError(`numeric value ${value} is not an integer`);
+    return BigInt(value);
   },
 };
 
@@ -46,7 +64,7 @@ export function createSql(url: string, options: SqlOptions): Sql {
     idle_timeout: 30,
     connect_timeout: 5,
     transform: postgres.camel,
-    types: { int8: int8AsNumber },
+    types: { int8: int8AsNumber, numeric: numericAsBigint },
     connection: { search_path: options.schema, application_name: processApplicationName(options.applicationName) },
     onnotice: () => {},
   }) as unknown as Sql;

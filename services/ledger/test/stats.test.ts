@@ -326,3 +326,53 @@ describe("rollups stay equal to the rows they summarise", () => {
     expect(buckets).toEqual([]);
   });
 });
+
+describe("totals past 2^53 (contract section 11: every total is exact)", () => {
+  // 2^53 + 1: the first integer a JS number cannot hold. It takes 90,072 payments at the
+  // 100,000,000,000-cent limit to reach it; rows are seeded past it instead of paid.
+  const beyond = 9_007_199_254_740_993n;
+
+  it("stats, time series, partnership figures and payable balances carry them exactly", async () => {
+    const productId = await newProduct(h, { holdDays: 0 });
+    const aff = await newAffiliate(h, productId);
+    const payment = (externalId: string) =>
+      track(h, {
+        productId,
+        type: EventType.PAYMENT,
+        referralCode: aff.code,
+        amountCents: 100_000_000_000n,
+        externalId,
+        occurredAt: at(2 * day),
+      });
+    const first = await payment("max-1");
+    await payment("max-2");
+    // A whole day inside the window: stats read it from the rollups, as the series does.
+    const paidOn = at(2 * day).toISOString().slice(0, 10);
+    await h.sql`
+      insert into daily_rollups (product_id, day, shard, revenue_cents, commissions_cents)
+      values (${productId}, ${paidOn}::date, 15, ${String(beyond)}::int8, ${String(beyond)}::int8)
+      on conflict (product_id, day, shard) do update set
+        revenue_cents = daily_rollups.revenue_cents + excluded.revenue_cents,
+        commissions_cents = daily_rollups.commissions_cents + excluded.commissions_cents`;
+    await h.sql`
+      insert into partnership_rollups (partnership_id, shard, product_id, approved_amount_cents)
+      values (${aff.id}, 15, ${productId}, ${String(beyond)}::int8)
+      on conflict (partnership_id, shard) do update set
+        approved_amount_cents = partnership_rollups.approved_amount_cents + excluded.approved_amount_cents`;
+    await h.sql`
+      update commissions set original_amount_cents = ${String(beyond)}::int8, amount_cents = ${String(beyond)}::int8
+      where id = ${first.event?.commissions[0]?.id ?? ""}`;
+
+    const revenue = 200_000_000_000n + beyond;
+    const commissions = 40_000_000_000n + beyond;
+    const stats = await h.ledger.getStats({ productId, period: Period.PERIOD_7D });
+    expect(stats.current).toMatchObject({ conversions: 2n, revenueCents: revenue, commissionsCents: commissions });
+    const series = await h.ledger.getTimeseries({ productId, period: Period.PERIOD_7D });
+    expect(series.revenueCents.at(-3)).toBe(revenue);
+    expect(series.commissionsCents.at(-3)).toBe(commissions);
+    const { stats: figures } = await h.ledger.batchGetPartnershipStats({ productId, partnershipIds: [aff.id] });
+    expect(figures[aff.id]).toMatchObject({ earnedCents: commissions, approvedAmountCents: commissions });
+    const { balances } = await h.ledger.listPayableBalances({ productId });
+    expect(balances).toMatchObject([{ partnershipId: aff.id, amountCents: 20_000_000_000n + beyond }]);
+  });
+});

@@ -13,9 +13,10 @@ import type { Commission } from "./types.js";
 export async function listPayableBalances(
   sql: Queryable,
   productId: string,
-): Promise<{ partnershipId: string; amountCents: number; commissionCount: number }[]> {
+): Promise<{ partnershipId: string; amountCents: bigint; commissionCount: number }[]> {
+  // The sum stays numeric: an exact bigint however many commissions it adds up.
   return sql`
-    select partnership_id, sum(amount_cents)::int8 as amount_cents, count(*)::int8 as commission_count
+    select partnership_id, sum(amount_cents) as amount_cents, count(*)::int8 as commission_count
     from commissions where product_id = ${productId} and status = 'approved' and payout_id is null
     group by partnership_id order by partnership_id`;
 }

@@ -7,7 +7,14 @@ import {
   type PartnershipDelta,
   shardCount,
 } from "../store/rollups.js";
-import { zeroMetrics } from "./types.js";
+
+const zeroDaily: Required<MetricsDelta> = {
+  clicks: 0,
+  signups: 0,
+  conversions: 0,
+  revenueCents: 0,
+  commissionsCents: 0,
+};
 
 const zeroPartnership: Required<PartnershipDelta> = {
   clicks: 0,
@@ -45,7 +52,7 @@ export class RollupChanges {
   addDaily(productId: string, at: Date, delta: MetricsDelta): void {
     const day = at.toISOString().slice(0, 10);
     const key = `${productId}|${day}`;
-    const entry = this.daily.get(key) ?? { productId, day, delta: { ...zeroMetrics } };
+    const entry = this.daily.get(key) ?? { productId, day, delta: { ...zeroDaily } };
     addInto(entry.delta, delta);
     this.daily.set(key, entry);
   }

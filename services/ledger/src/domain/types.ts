@@ -71,29 +71,34 @@ export interface Attribution {
   };
 }
 
+/**
+ * A window's figures. Sums of cents are bigints (contract section 11: totals are exact 64-bit
+ * integers end to end); counts are numbers, which no count of events can outgrow.
+ */
 export interface Metrics {
   clicks: number;
   signups: number;
   conversions: number;
-  revenueCents: number;
-  commissionsCents: number;
+  revenueCents: bigint;
+  commissionsCents: bigint;
 }
 
-/** No activity; spread it (`{ ...zeroMetrics }`) to get a sum to add to. */
+/** No activity. */
 export const zeroMetrics: Readonly<Metrics> = {
   clicks: 0,
   signups: 0,
   conversions: 0,
-  revenueCents: 0,
-  commissionsCents: 0,
+  revenueCents: 0n,
+  commissionsCents: 0n,
 };
 
+/** A partnership's all-time figures; sums of cents are bigints, as in Metrics. */
 export interface PartnershipStats {
   clicks: number;
   conversions: number;
-  earnedCents: number;
+  earnedCents: bigint;
   pendingCount: number;
   approvedCount: number;
-  pendingAmountCents: number;
-  approvedAmountCents: number;
+  pendingAmountCents: bigint;
+  approvedAmountCents: bigint;
 }

@@ -4,7 +4,8 @@ import { type Metrics, type PartnershipStats, zeroMetrics } from "../domain/type
 /** Rollup rows per product-day and per partnership; readers sum them. */
 export const shardCount = 16;
 
-export type MetricsDelta = Partial<Metrics>;
+/** What one transaction adds to a day's figures: a few events' worth, so plain numbers. */
+export type MetricsDelta = { [Figure in keyof Metrics]?: number };
 
 /** An insert into daily_rollups whose row exists already adds its figures to that row. */
 const addedToTheDaysRow = (sql: Queryable) => sql`
@@ -74,7 +75,8 @@ export interface WindowPart {
 
 /**
  * The metrics of each window (by index, zeros for a window with no activity), summed from its
- * parts in one statement: a stats request is one round trip, whatever the number of parts.
+ * parts in one statement: a stats request is one round trip, whatever the number of parts. Sums
+ * of cents stay numeric, which reaches the code as an exact bigint.
  */
 export async function sumWindows(sql: Queryable, productId: string, parts: WindowPart[]): Promise<Metrics[]> {
   const windows = Math.max(0, ...parts.map((part) => part.window + 1));
@@ -109,8 +111,8 @@ export async function sumWindows(sql: Queryable, productId: string, parts: Windo
       group by p.window_index
     )
     select window_index as window, sum(clicks)::int8 as clicks, sum(signups)::int8 as signups,
-           sum(conversions)::int8 as conversions, sum(revenue_cents)::int8 as revenue_cents,
-           sum(commissions_cents)::int8 as commissions_cents
+           sum(conversions)::int8 as conversions, sum(revenue_cents) as revenue_cents,
+           sum(commissions_cents) as commissions_cents
     from sums group by window_index`;
   const byWindow = new Map(rows.map(({ window, ...metrics }) => [window, metrics]));
   return Array.from({ length: windows }, (_, window) => byWindow.get(window) ?? { ...zeroMetrics });
@@ -160,8 +162,8 @@ export async function dailySeries(
   return sql<(Metrics & { day: string })[]>`
     select to_char(d.day, 'YYYY-MM-DD') as day, coalesce(sum(r.clicks), 0)::int8 as clicks,
            coalesce(sum(r.signups), 0)::int8 as signups, coalesce(sum(r.conversions), 0)::int8 as conversions,
-           coalesce(sum(r.revenue_cents), 0)::int8 as revenue_cents,
-           coalesce(sum(r.commissions_cents), 0)::int8 as commissions_cents
+           coalesce(sum(r.revenue_cents), 0) as revenue_cents,
+           coalesce(sum(r.commissions_cents), 0) as commissions_cents
     from generate_series(${fromDay}::timestamp, ${toDay}::timestamp, interval '1 day') as d (day)
     left join daily_rollups r on r.product_id = ${productId} and r.day = d.day::date
     group by d.day order by d.day`;
@@ -176,9 +178,9 @@ export async function partnershipStats(
   if (partnershipIds.length === 0) return result;
   const rows = await sql<(PartnershipStats & { partnershipId: string })[]>`
     select partnership_id, sum(clicks)::int8 as clicks, sum(conversions)::int8 as conversions,
-           sum(pending_amount_cents + approved_amount_cents + paid_amount_cents)::int8 as earned_cents,
+           sum(pending_amount_cents + approved_amount_cents + paid_amount_cents) as earned_cents,
            sum(pending_count)::int8 as pending_count, sum(approved_count)::int8 as approved_count,
-           sum(pending_amount_cents)::int8 as pending_amount_cents, sum(approved_amount_cents)::int8 as approved_amount_cents
+           sum(pending_amount_cents) as pending_amount_cents, sum(approved_amount_cents) as approved_amount_cents
     from partnership_rollups where product_id = ${productId} and partnership_id in ${sql(partnershipIds)}
     group by partnership_id`;
   for (const { partnershipId, ...stats } of rows) result.set(partnershipId, stats);
