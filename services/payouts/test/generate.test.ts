@@ -35,6 +35,17 @@ const payoutsOf = async (productId: string) =>
     select id, partnership_id, status, amount_cents from payouts where product_id = ${productId} order by id`;
 
 describe("generating payouts", () => {
+  it("sums a payout's commissions exactly past 2^53 (contract section 11)", async () => {
+    const productId = h.partners.product(5000);
+    const partnership = h.partners.partnership(productId);
+    // Each is exact as a number; their sum, 12,000,000,000,000,003, is not.
+    for (let i = 0; i < 3; i++) h.ledger.add(productId, partnership, 4_000_000_000_000_001);
+    const { payouts } = await h.payouts.generatePayouts({ productId });
+    expect(payouts).toMatchObject([{ amountCents: 12_000_000_000_000_003n, commissionCount: 3n }]);
+    const { payout } = await h.payouts.getPayout({ productId, payoutId: payouts[0]?.id ?? "" });
+    expect(payout?.amountCents).toBe(12_000_000_000_000_003n);
+  });
+
   it("creates one pending payout per active partnership reaching the minimum, net of unapplied adjustments", async () => {
     const productId = h.partners.product(5000);
     const plain = h.partners.partnership(productId);

@@ -147,16 +147,17 @@ export class FakeLedger {
     router.service(LedgerService, {
       listPayableBalances: async ({ productId }) => {
         await this.beforeBalances();
-        const sums = new Map<string, { amount: number; count: number }>();
+        // Summed as bigints, exactly, as the real ledger sums in SQL.
+        const sums = new Map<string, { amount: bigint; count: number }>();
         for (const c of this.commissions.values()) {
           if (c.productId !== productId || c.status !== "approved" || c.payoutId !== "") continue;
-          const sum = sums.get(c.partnershipId) ?? { amount: 0, count: 0 };
-          sums.set(c.partnershipId, { amount: sum.amount + c.amountCents, count: sum.count + 1 });
+          const sum = sums.get(c.partnershipId) ?? { amount: 0n, count: 0 };
+          sums.set(c.partnershipId, { amount: sum.amount + BigInt(c.amountCents), count: sum.count + 1 });
         }
         return {
           balances: [...sums].map(([partnershipId, s]) => ({
             partnershipId,
-            amountCents: BigInt(s.amount),
+            amountCents: s.amount,
             commissionCount: BigInt(s.count),
           })),
         };

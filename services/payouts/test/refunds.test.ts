@@ -148,14 +148,14 @@ describe("a refund of a commission in an open payout", () => {
       await held;
     });
     await eventually("the holder has the lock", async () => (await lockWaiters()) === 0);
-    const finished = finishClaimedDrafts(h.deps, [draft], claimed, 1000);
+    const finished = finishClaimedDrafts(h.deps, [draft], claimed, 1000n);
     await eventually("the finish waits", async () => (await lockWaiters()) === 1);
     const applied = apply(event);
     await eventually("the refund waits", async () => (await lockWaiters()) === 2);
     release();
     await holder;
 
-    expect((await finished)[0]?.amountCents).toBe(8000);
+    expect((await finished)[0]?.amountCents).toBe(8000n);
     expect(await applied).toEqual({ kind: "recalculated", payoutId: draft.id });
     expect(await amountOf(productId, draft.id)).toBe(2000n);
   });

@@ -36,7 +36,7 @@ export const draftRecoveryAgeMs = 30_000;
 export const payoutBatchSize = 500;
 
 /** Whether a net amount makes a payout: above 0 and at least the program's minimum (contract 8). */
-export const qualifies = (netCents: number, minimumCents: number) => netCents > 0 && netCents >= minimumCents;
+export const qualifies = (netCents: bigint, minimumCents: bigint) => netCents > 0n && netCents >= minimumCents;
 
 /** What finishing a set of drafts did: payouts made pending, and drafts whose claim the ledger must release. */
 interface Finished {
@@ -54,7 +54,7 @@ async function completeLockedDrafts(
   tx: Queryable,
   drafts: Draft[],
   claimed: ClaimedCommission[],
-  minimumCents: number,
+  minimumCents: bigint,
 ): Promise<Finished> {
   if (drafts.length === 0) return { created: [], toRelease: [] };
   const ids = new Set(drafts.map((draft) => draft.id));
@@ -92,7 +92,7 @@ export async function finishClaimedDrafts(
   deps: PayoutDeps,
   drafts: Draft[],
   claimed: ClaimedCommission[],
-  minimumCents: number,
+  minimumCents: bigint,
 ): Promise<Payout[]> {
   const finished = await deps.sql.begin(async (tx): Promise<Finished> => {
     const ids = drafts.map((draft) => draft.id);

@@ -28,7 +28,7 @@ export async function generatePayouts(deps: PayoutDeps, productId: string): Prom
 
   const commissions = new Map(balances.map((b) => [b.partnershipId, b.amountCents]));
   const candidates = [...new Set([...commissions.keys(), ...adjustments.keys()])].sort();
-  const netOf = (id: string) => (commissions.get(id) ?? 0) + (adjustments.get(id) ?? 0);
+  const netOf = (id: string) => (commissions.get(id) ?? 0n) + (adjustments.get(id) ?? 0n);
   const qualifying = candidates.filter((id) => qualifies(netOf(id), minimumCents));
   const active = await deps.partners.activePartnerships(productId, qualifying);
 
@@ -66,7 +66,7 @@ async function createPayouts(
   deps: PayoutDeps,
   productId: string,
   partnershipIds: string[],
-  minimumCents: number,
+  minimumCents: bigint,
 ): Promise<Payout[]> {
   const drafts = partnershipIds.map((partnershipId) => ({ id: newId("po"), productId, partnershipId }));
   await reserveDrafts(deps, drafts);

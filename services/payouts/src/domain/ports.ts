@@ -6,7 +6,8 @@
 /** A partnership's approved commissions that are in no payout yet. */
 export interface PayableBalance {
   partnershipId: string;
-  amountCents: number;
+  /** Their sum: a bigint, exact however many there are. */
+  amountCents: bigint;
   commissionCount: number;
 }
 
@@ -20,6 +21,7 @@ export interface PayoutClaim {
 export interface ClaimedCommission {
   commissionId: string;
   payoutId: string;
+  /** One commission: at most the 100,000,000,000-cent payment it derives from, so a number. */
   amountCents: number;
 }
 
@@ -38,7 +40,7 @@ export interface Ledger {
 
 /** Partners owns programs and partnerships. */
 export interface Partners {
-  payoutMinimumCents(productId: string): Promise<number>;
+  payoutMinimumCents(productId: string): Promise<bigint>;
   /** The ids among `partnershipIds` that are active partnerships of the product. */
   activePartnerships(productId: string, partnershipIds: string[]): Promise<Set<string>>;
   /** Every product, for the scheduled generation. */

@@ -8,10 +8,13 @@ export interface Payout {
   productId: string;
   partnershipId: string;
   status: PayoutStatus;
-  /** Net: linked commissions plus linked (negative) adjustments. */
-  amountCents: number;
+  /**
+   * Net: linked commissions plus linked (negative) adjustments. A sum, so a bigint: exact however
+   * many commissions it holds (contract section 11).
+   */
+  amountCents: bigint;
   /** Sum of the linked adjustments: 0 or negative. */
-  adjustmentCents: number;
+  adjustmentCents: bigint;
   commissionCount: number;
   createdAt: Date;
   approvedAt: Date | null;

@@ -10,7 +10,7 @@ export function ledgerOver(client: Client<typeof LedgerService>): Ledger {
       const { balances } = await client.listPayableBalances({ productId });
       return balances.map((b) => ({
         partnershipId: b.partnershipId,
-        amountCents: Number(b.amountCents),
+        amountCents: b.amountCents,
         commissionCount: Number(b.commissionCount),
       }));
     },
@@ -40,7 +40,7 @@ export function partnersOver(
     async payoutMinimumCents(productId) {
       const { program } = await client.getProgram({ productId });
       if (!program) throw new Error(`partners returned no program for product ${productId}`);
-      return Number(program.payoutMinimumCents);
+      return program.payoutMinimumCents;
     },
     async activePartnerships(productId, partnershipIds) {
       const active = new Set<string>();

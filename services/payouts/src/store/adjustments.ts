@@ -1,10 +1,10 @@
 import type { Queryable } from "@affiliate/platform";
 import type { Draft } from "./payouts.js";
 
-/** Sum of each partnership's unapplied adjustments (0 or negative), for generation. */
-export async function unappliedAdjustmentTotals(sql: Queryable, productId: string): Promise<Map<string, number>> {
-  const rows = await sql<{ partnershipId: string; totalCents: number }[]>`
-    select partnership_id, sum(amount_cents)::int8 as total_cents from adjustments
+/** Sum of each partnership's unapplied adjustments (0 or negative), for generation: exact bigints. */
+export async function unappliedAdjustmentTotals(sql: Queryable, productId: string): Promise<Map<string, bigint>> {
+  const rows = await sql<{ partnershipId: string; totalCents: bigint }[]>`
+    select partnership_id, sum(amount_cents) as total_cents from adjustments
     where product_id = ${productId} and payout_id is null
     group by partnership_id`;
   return new Map(rows.map((row) => [row.partnershipId, row.totalCents]));

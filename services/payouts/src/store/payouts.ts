@@ -1,9 +1,11 @@
 import { DomainError, type Queryable } from "@affiliate/platform";
 import type { Payout, PayoutStatus } from "../domain/types.js";
 
+/** A payout's amounts are sums: read as numeric, they reach the code as exact bigints. */
 const payoutColumns = (sql: Queryable) => sql`
-  id, product_id, partnership_id, status, amount_cents, adjustment_cents, commission_count, created_at,
-  approved_at, paid_at, gateway_transfer_id, failure_reason`;
+  id, product_id, partnership_id, status, amount_cents::numeric as amount_cents,
+  adjustment_cents::numeric as adjustment_cents, commission_count, created_at, approved_at, paid_at,
+  gateway_transfer_id, failure_reason`;
 
 export interface Draft {
   id: string;
@@ -106,10 +108,10 @@ export async function recomputePayouts(sql: Queryable, ids: string[]): Promise<P
       commission_count = coalesce(links.count, 0),
       updated_at = now()
     from unnest(${ids}::text[]) as target(payout_id)
-      left join (select payout_id, sum(amount_cents)::int8 as total, count(*)::int8 as count
+      left join (select payout_id, sum(amount_cents) as total, count(*)::int8 as count
                  from payout_commissions where payout_id = any(${ids}::text[]) group by payout_id) links
         using (payout_id)
-      left join (select payout_id, sum(amount_cents)::int8 as total
+      left join (select payout_id, sum(amount_cents) as total
                  from adjustments where payout_id = any(${ids}::text[]) group by payout_id) adjustments
         using (payout_id)
     where p.id = target.payout_id
