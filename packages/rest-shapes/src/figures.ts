@@ -5,15 +5,16 @@
 export interface PartnershipStats {
   clicks: number;
   conversions: number;
-  earned_cents: number;
+  /** A sum of cents: kept exact, as the ledger sends it (centsSumSchema). */
+  earned_cents: bigint;
 }
 
 /** The commission breakdown shown on a single partnership read. */
 export interface CommissionBreakdown {
   pending_count: number;
   approved_count: number;
-  pending_amount_cents: number;
-  approved_amount_cents: number;
+  pending_amount_cents: bigint;
+  approved_amount_cents: bigint;
 }
 
 /** Everything a single partnership read shows beyond the partnership itself. */

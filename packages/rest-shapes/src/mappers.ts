@@ -278,8 +278,8 @@ function toPublicMetrics(metrics: Metrics | undefined) {
     clicks: Number(clicks),
     signups: Number(signups),
     conversions: Number(conversions),
-    revenue_cents: Number(revenueCents),
-    commissions_cents: Number(commissionsCents),
+    revenue_cents: revenueCents,
+    commissions_cents: commissionsCents,
   };
 }
 
@@ -310,8 +310,8 @@ export function toPublicTimeseries(response: GetTimeseriesResponse): PublicTimes
     clicks: Number(clicks[i]),
     signups: Number(signups[i]),
     conversions: Number(conversions[i]),
-    revenue_cents: Number(revenueCents[i]),
-    commissions_cents: Number(commissionsCents[i]),
+    revenue_cents: revenueCents[i] as bigint,
+    commissions_cents: commissionsCents[i] as bigint,
   }));
 }
 
@@ -370,8 +370,8 @@ export function toPublicPayout(
   return {
     id: payout.id,
     status: deleted ? "rejected" : payoutStatusName(payout.status),
-    amount_cents: Number(payout.amountCents),
-    adjustment_cents: Number(payout.adjustmentCents),
+    amount_cents: payout.amountCents,
+    adjustment_cents: payout.adjustmentCents,
     partnership_id: payout.partnershipId,
     affiliate: { id: affiliate.id, email: affiliate.email, name: affiliate.name },
     commission_count: Number(payout.commissionCount),

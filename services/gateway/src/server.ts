@@ -6,6 +6,7 @@ import type { NotifierService } from "@affiliate/proto/notifier";
 import type { PartnersService } from "@affiliate/proto/partners";
 import type { PayoutsService } from "@affiliate/proto/payouts";
 import type { PrivacyService } from "@affiliate/proto/privacy";
+import { stringifyExact } from "@affiliate/rest-shapes/exact-json";
 import type { Client } from "@connectrpc/connect";
 import rateLimit from "@fastify/rate-limit";
 import { trace } from "@opentelemetry/api";
@@ -99,6 +100,8 @@ export function buildServer(deps: GatewayDeps): FastifyInstance {
 
   // Bodies are JSON only; anything else is answered 415 instead of reaching validation as text.
   app.removeContentTypeParser("text/plain");
+  // Every body, answers and errors alike: sums of cents are bigints, written exactly.
+  app.setReplySerializer(stringifyExact);
   app.setErrorHandler(errorHandler);
   app.setNotFoundHandler((_request, reply) => reply.code(404).send({ error: "Route not found" }));
 

@@ -34,13 +34,13 @@ export function ledgerStats(ledger: Client<typeof LedgerService>): PartnershipSt
             stats: {
               clicks: Number(figures.clicks),
               conversions: Number(figures.conversions),
-              earned_cents: Number(figures.earnedCents),
+              earned_cents: figures.earnedCents,
             },
             breakdown: {
               pending_count: Number(figures.pendingCount),
               approved_count: Number(figures.approvedCount),
-              pending_amount_cents: Number(figures.pendingAmountCents),
-              approved_amount_cents: Number(figures.approvedAmountCents),
+              pending_amount_cents: figures.pendingAmountCents,
+              approved_amount_cents: figures.approvedAmountCents,
             },
           },
         ];

@@ -229,14 +229,14 @@ function recordingStats(): PartnershipStatsSource & { calls: string[][]; breakdo
     async statsFor(_productId, ids) {
       calls.push([...ids]);
       return new Map<string, PartnershipStats>(
-        ids.map((id, i) => [id, { clicks: 10 + i, conversions: i, earned_cents: 100 * i }]),
+        ids.map((id, i) => [id, { clicks: 10 + i, conversions: i, earned_cents: BigInt(100 * i) }]),
       );
     },
     async breakdownFor(_productId, id) {
       breakdowns.push(id);
       return {
-        stats: { clicks: 7, conversions: 3, earned_cents: 900 },
-        breakdown: { pending_count: 1, approved_count: 2, pending_amount_cents: 300, approved_amount_cents: 400 },
+        stats: { clicks: 7, conversions: 3, earned_cents: 900n },
+        breakdown: { pending_count: 1, approved_count: 2, pending_amount_cents: 300n, approved_amount_cents: 400n },
       };
     },
   };

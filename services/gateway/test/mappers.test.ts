@@ -52,20 +52,20 @@ const partnership = create(PartnershipSchema, {
 
 describe("mappers", () => {
   it("writes a partnership in the spec's snake_case with a millisecond ISO timestamp", () => {
-    const mapped = toPublicPartnership(partnership, { clicks: 3, conversions: 2, earned_cents: 150 });
+    const mapped = toPublicPartnership(partnership, { clicks: 3, conversions: 2, earned_cents: 150n });
     expect(expectBody(partnershipSchema, mapped)).toEqual({
       id: "ptn_1",
       status: "rejected",
       referral_code: "CODE1",
       created_at: "2025-01-02T03:04:05.678Z",
       affiliate: { id: "aff_1", email: "a@example.com", name: "A" },
-      stats: { clicks: 3, conversions: 2, earned_cents: 150 },
+      stats: { clicks: 3, conversions: 2, earned_cents: 150n },
     });
   });
 
   it("refuses values partners should never send", () => {
     expect(() => statusName(PartnershipStatus.UNSPECIFIED)).toThrow(ContractViolation);
-    const stats = { clicks: 0, conversions: 0, earned_cents: 0 };
+    const stats = { clicks: 0, conversions: 0, earned_cents: 0n };
     expect(() =>
       toPublicPartnership(create(PartnershipSchema, { ...partnership, createdAt: undefined }), stats),
     ).toThrow(ContractViolation);
@@ -130,9 +130,9 @@ describe("ledger mappers", () => {
       commissionsCents: columns([13, 14, 15]),
     });
     expect(toPublicTimeseries(series).map((point) => [point.date, point.clicks, point.commissions_cents])).toEqual([
-      ["2024-02-28", 1, 13],
-      ["2024-02-29", 2, 14],
-      ["2024-03-01", 3, 15],
+      ["2024-02-28", 1, 13n],
+      ["2024-02-29", 2, 14n],
+      ["2024-03-01", 3, 15n],
     ]);
     const newYear = toPublicTimeseries({ ...series, firstDate: "2025-12-31" });
     expect(newYear.map((point) => point.date)).toEqual(["2025-12-31", "2026-01-01", "2026-01-02"]);
@@ -231,8 +231,8 @@ describe("payout and refund mappers", () => {
     expect(expectBody(payoutSchema, toPublicPayout(payout, partnership))).toEqual({
       id: "po_1",
       status: "completed",
-      amount_cents: Number.MAX_SAFE_INTEGER,
-      adjustment_cents: -250,
+      amount_cents: BigInt(Number.MAX_SAFE_INTEGER),
+      adjustment_cents: -250n,
       partnership_id: "ptn_1",
       affiliate: { id: "aff_1", email: "a@example.com", name: "A" },
       commission_count: 7,

@@ -1,5 +1,6 @@
 import { z } from "zod";
 import {
+  centsSumSchema,
   emailSchema,
   idParamsSchema,
   pageQueryShape,
@@ -115,7 +116,7 @@ export const partnershipSchema = z
     created_at: z.iso.datetime().meta({ description: "ISO 8601 UTC with milliseconds." }),
     affiliate: z.object({ id: z.string(), email: z.string(), name: z.string() }),
     stats: z
-      .object({ clicks: count, conversions: count, earned_cents: z.int() })
+      .object({ clicks: count, conversions: count, earned_cents: centsSumSchema })
       .meta({ description: "All-time values." }),
   })
   .meta({ id: "Partnership" });
@@ -125,8 +126,8 @@ export const partnershipDetailSchema = partnershipSchema
     commissions: z.object({
       pending_count: count,
       approved_count: count,
-      pending_amount_cents: z.int(),
-      approved_amount_cents: z.int(),
+      pending_amount_cents: centsSumSchema,
+      approved_amount_cents: centsSumSchema,
     }),
   })
   .meta({ id: "PartnershipDetail" });

@@ -69,6 +69,21 @@ export const nestedErrorSchema = z
   })
   .meta({ id: "NestedError" });
 
+/**
+ * A sum of cents (contract section 11: every total is exact): a JSON integer written digit for
+ * digit, whatever its size. Sums travel as 64-bit integers from the database on; the gateway
+ * holds them as bigints and its serializer writes them exactly. Past 2^53 − 1 (over 90,000
+ * payments at the 100,000,000,000-cent limit) a client whose JSON parser reads numbers as
+ * doubles rounds them, so such a client should read these fields as big integers (docs/api.md).
+ */
+export const centsSumSchema = z.union([z.int(), z.bigint()]).meta({
+  override: ({ jsonSchema }: { jsonSchema: Record<string, unknown> }) => {
+    for (const key of Object.keys(jsonSchema)) if (key !== "description") delete jsonSchema[key];
+    jsonSchema.type = "integer";
+    jsonSchema.format = "int64";
+  },
+});
+
 export type ErrorBody = z.output<typeof errorSchema>;
 export type ValidationErrorBody = z.output<typeof validationErrorSchema>;
 export type NestedErrorBody = z.output<typeof nestedErrorSchema>;

@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { idParamsSchema, pageQueryShape, paginationSchema, text } from "./common.js";
+import { centsSumSchema, idParamsSchema, pageQueryShape, paginationSchema, text } from "./common.js";
 
 export const payoutStatusSchema = z.enum(["pending", "approved", "failed", "processing", "completed"]).meta({
   id: "PayoutStatus",
@@ -25,10 +25,10 @@ export const payoutSchema = z
     status: z.enum([...payoutStatusSchema.options, "rejected"]).meta({
       description: "A payout status; rejected only in the answer to a reject (the payout no longer exists).",
     }),
-    amount_cents: z
-      .int()
-      .meta({ description: "Net: the linked commissions' current amounts plus the linked adjustments." }),
-    adjustment_cents: z.int().max(0).meta({
+    amount_cents: centsSumSchema.meta({
+      description: "Net: the linked commissions' current amounts plus the linked adjustments.",
+    }),
+    adjustment_cents: centsSumSchema.meta({
       description: "The sum of the linked adjustments (clawbacks of refunded paid commissions): 0 or negative.",
     }),
     partnership_id: z.string(),

@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { centsSumSchema } from "./common.js";
 
 export const periodSchema = z.enum(["7d", "30d", "90d", "12m"]).meta({
   id: "Period",
@@ -17,10 +18,10 @@ const metricsShape = {
   clicks: count.meta({ description: "Live clicks." }),
   signups: count.meta({ description: "Live signups." }),
   conversions: count.meta({ description: "Live attributed payments." }),
-  revenue_cents: z.int().meta({ description: "The amounts of those payments." }),
-  commissions_cents: z
-    .int()
-    .meta({ description: "Current amounts of both levels' commissions from those payments, rejected excluded." }),
+  revenue_cents: centsSumSchema.meta({ description: "The amounts of those payments." }),
+  commissions_cents: centsSumSchema.meta({
+    description: "Current amounts of both levels' commissions from those payments, rejected excluded.",
+  }),
 };
 
 export const statsSchema = z
