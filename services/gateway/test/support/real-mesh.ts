@@ -1,0 +1,135 @@
+import { CachedPartnersDirectory } from "@affiliate/ledger/dist/partners-directory.js";
+import * as ledgerServer from "@affiliate/ledger/dist/server.js";
+import * as partnersServer from "@affiliate/partners/server";
+import { ledgerOver, partnersOver } from "@affiliate/payouts/rpc/downstream";
+import * as payoutsServer from "@affiliate/payouts/server";
+import {
+  createLogger,
+  createRpcTransport,
+  createSql,
+  migrate,
+  PageTokens,
+  type RpcServer,
+  type Sql,
+  startRpcServer,
+} from "@affiliate/platform";
+import { LedgerService } from "@affiliate/proto/ledger";
+import { PartnersAdminService, PartnersService } from "@affiliate/proto/partners";
+import { PayoutsService } from "@affiliate/proto/payouts";
+import { createTestDatabase, type TestDatabase } from "@affiliate/testing";
+import { type Client, type ConnectRouter, createClient } from "@connectrpc/connect";
+import type { FastifyInstance, LightMyRequestResponse } from "fastify";
+import { authenticateWith, KeyCache } from "../../src/auth/key-cache.js";
+import { buildServer } from "../../src/server.js";
+
+export interface RealMesh {
+  app: FastifyInstance;
+  /** Direct clients of the services, as any caller other than the gateway would hold them. */
+  partners: Client<typeof PartnersService>;
+  ledger: Client<typeof LedgerService>;
+  payouts: Client<typeof PayoutsService>;
+  /** A new product; returns its id and live key. */
+  newProduct(): Promise<{ productId: string; key: string }>;
+  /** An HTTP request to the gateway with `key`. */
+  call(
+    key: string,
+    method: "GET" | "POST" | "PATCH" | "DELETE",
+    url: string,
+    options?: { body?: unknown; payload?: string; headers?: Record<string, string> },
+  ): Promise<LightMyRequestResponse>;
+  close(): Promise<void>;
+}
+
+/**
+ * The gateway in front of the real partners, ledger and payouts, each served by the platform's
+ * RPC server (HTTP/2, its interceptors: bad text refused, domain errors mapped) as `npm start`
+ * runs them, on a fresh test database with one schema each. No NATS: the flows read here
+ * (registration, tracking, stats, payout generation) commit their events to outboxes only.
+ */
+export async function startRealMesh(): Promise<RealMesh> {
+  const logger = createLogger("gateway-real-mesh-test", "silent");
+  const database: TestDatabase = await createTestDatabase();
+  const pools: Sql[] = [];
+  const servers: RpcServer[] = [];
+  const pool = async (schema: string, migrations: string) => {
+    const sql = createSql(database.url, { schema, max: 4, applicationName: `${schema}-gateway-test` });
+    pools.push(sql);
+    await migrate(sql, schema, migrations);
+    return sql;
+  };
+  const serve = async (routes: (router: ConnectRouter) => void) => {
+    const server = await startRpcServer({ routes, port: 0, host: "127.0.0.1", logger, readiness: async () => true });
+    servers.push(server);
+    return createRpcTransport(`http://127.0.0.1:${server.port}`);
+  };
+  const pageTokens = new PageTokens("test-page-token-secret");
+  const clock = () => new Date();
+
+  const partnersTransport = await serve(
+    partnersServer.routes({ sql: await pool(partnersServer.schema, partnersServer.migrationsDirectory), pageTokens }),
+  );
+  const partners = createClient(PartnersService, partnersTransport);
+  const admin = createClient(PartnersAdminService, partnersTransport);
+  const directory = new CachedPartnersDirectory(partners, { ttlMs: 60_000, maxEntries: 1000 });
+  const ledgerSql = await pool(ledgerServer.schema, ledgerServer.migrationsDirectory);
+  const ledger = createClient(
+    LedgerService,
+    await serve(ledgerServer.routes({ sql: ledgerSql, partners: directory, pageTokens, clock })),
+  );
+  const payoutsSql = await pool(payoutsServer.schema, payoutsServer.migrationsDirectory);
+  const payouts = createClient(
+    PayoutsService,
+    await serve(
+      payoutsServer.routes({
+        sql: payoutsSql,
+        ledger: ledgerOver(ledger),
+        partners: partnersOver(partners, admin),
+        logger,
+        clock,
+        pageTokens,
+      }),
+    ),
+  );
+
+  const keyCache = new KeyCache({ resolve: authenticateWith(partners), ttlMs: 60_000 });
+  keyCache.setTrusted(true);
+  const app = buildServer({
+    partners,
+    ledger,
+    payouts,
+    ready: async () => [],
+    logger,
+    config: {
+      RATE_LIMIT_PER_MINUTE: 1_000_000,
+      TRACKING_RATE_LIMIT_PER_MINUTE: 1_000_000,
+      ACTIVE_AFFILIATES_CACHE_MS: 0,
+    },
+    keyCache,
+  });
+
+  return {
+    app,
+    partners,
+    ledger,
+    payouts,
+    async newProduct() {
+      const { product, keys } = await admin.createProduct({ name: "Acme" });
+      return { productId: product?.id ?? "", key: keys?.secretKey ?? "" };
+    },
+    call(key, method, url, { body, payload, headers = {} } = {}) {
+      return app.inject({
+        method,
+        url,
+        headers: { "x-api-key": key, ...headers },
+        ...(body !== undefined ? { payload: body as object } : {}),
+        ...(payload !== undefined ? { payload } : {}),
+      });
+    },
+    async close() {
+      await app.close();
+      for (const server of servers) await server.close();
+      for (const sql of pools) await sql.end();
+      await database.drop();
+    },
+  };
+}
