@@ -347,7 +347,9 @@ describe("totals past 2^53 (contract section 11: every total is exact)", () => {
     const first = await payment("max-1");
     await payment("max-2");
     // A whole day inside the window: stats read it from the rollups, as the series does.
-    const paidOn = at(2 * day).toISOString().slice(0, 10);
+    const paidOn = at(2 * day)
+      .toISOString()
+      .slice(0, 10);
     await h.sql`
       insert into daily_rollups (product_id, day, shard, revenue_cents, commissions_cents)
       values (${productId}, ${paidOn}::date, 15, ${String(beyond)}::int8, ${String(beyond)}::int8)
