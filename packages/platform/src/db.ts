@@ -1,5 +1,6 @@
 import { hostname } from "node:os";
 import postgres from "postgres";
+import { stringifyExact } from "./exact-json.js";
 import { instrumentSql } from "./sql-tracing.js";
 
 export type Sql = postgres.Sql<Record<string, never>>;
@@ -40,6 +41,14 @@ const numericAsBigint = {
   },
 };
 
+/** json and jsonb parameters are written by stringifyExact, so a bigint in them stays exact. */
+const jsonExact = {
+  to: 3802,
+  from: [114, 3802],
+  serialize: (value: unknown) => stringifyExact(value),
+  parse: (value: string) => JSON.parse(value) as unknown,
+};
+
 export interface SqlOptions {
   /** The service's own schema; it is the only one on the search path. */
   schema: string;
@@ -64,7 +73,7 @@ export function createSql(url: string, options: SqlOptions): Sql {
     idle_timeout: 30,
     connect_timeout: 5,
     transform: postgres.camel,
-    types: { int8: int8AsNumber, numeric: numericAsBigint },
+    types: { int8: int8AsNumber, numeric: numericAsBigint, json: jsonExact },
     connection: { search_path: options.schema, application_name: processApplicationName(options.applicationName) },
     onnotice: () => {},
   }) as unknown as Sql;

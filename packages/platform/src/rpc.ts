@@ -10,7 +10,7 @@ import { isConnectionError, type Sql } from "./db.js";
 import { DomainError, toConnectError } from "./errors.js";
 import type { Logger } from "./logger.js";
 import { clientMetrics, serverMetrics } from "./metrics.js";
-import { refuseBadText } from "./text.js";
+import { refuseBadText } from "./refuse-bad-text.js";
 import { clientTracing, serverTracing } from "./tracing.js";
 
 /** Answers whether the process can serve: its database and broker respond. */

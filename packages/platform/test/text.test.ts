@@ -5,8 +5,9 @@ import { Code, ConnectError, type ConnectRouter, createClient, type Transport } 
 import { createConnectTransport, createGrpcTransport } from "@connectrpc/connect-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { fieldErrorsOf } from "../src/errors.js";
+import { badTextFields } from "../src/refuse-bad-text.js";
 import { createRpcTransport, type RpcServer, startRpcServer } from "../src/rpc.js";
-import { badTextFields, badTextMessage, characterCount, isCleanText } from "../src/text.js";
+import { badTextMessage, characterCount, isCleanText } from "../src/text.js";
 import { silentLogger } from "./helpers.js";
 
 const loneHigh = "\uD83D";

@@ -1,12 +1,11 @@
 import { randomUUID } from "node:crypto";
 import type { IncomingMessage } from "node:http";
-import { type Logger, observeHttpRequest } from "@affiliate/platform";
+import { type Logger, observeHttpRequest, stringifyExact } from "@affiliate/platform";
 import type { LedgerService } from "@affiliate/proto/ledger";
 import type { NotifierService } from "@affiliate/proto/notifier";
 import type { PartnersService } from "@affiliate/proto/partners";
 import type { PayoutsService } from "@affiliate/proto/payouts";
 import type { PrivacyService } from "@affiliate/proto/privacy";
-import { stringifyExact } from "@affiliate/rest-shapes/exact-json";
 import type { Client } from "@connectrpc/connect";
 import rateLimit from "@fastify/rate-limit";
 import { trace } from "@opentelemetry/api";

@@ -2,8 +2,8 @@
  * Contract section 11, "Every total the API reports is exact": sums of cents are written as JSON
  * integers digit for digit, past 2^53 − 1 too (docs/api.md, "Totals").
  */
+import { stringifyExact } from "@affiliate/platform";
 import { MetricsSchema } from "@affiliate/proto/ledger";
-import { stringifyExact } from "@affiliate/rest-shapes/exact-json";
 import { create } from "@bufbuild/protobuf";
 import { describe, expect, it } from "vitest";
 import { createGateway } from "./support/harness.js";

@@ -1,4 +1,4 @@
-import { badTextMessage, characterCount, isCleanText } from "@affiliate/platform";
+import { badTextMessage, characterCount, isCleanText } from "@affiliate/platform/text";
 import { z } from "zod";
 import type { ZodOpenApiResponseObject } from "zod-openapi";
 

@@ -1,5 +1,4 @@
 import { emailInJson, erasedMarker, literalPattern, type Queryable } from "@affiliate/platform";
-import { stringifyExact } from "@affiliate/rest-shapes/exact-json";
 import type { Attempt, Delivery, WebhookBody } from "../domain/types.js";
 
 // The payload is read as text: the pool's camelCase transform would otherwise rename its keys.
@@ -48,9 +47,7 @@ export async function insertDeliveries(sql: Queryable, rows: NewDelivery[]): Pro
         endpointId: row.endpointId,
         eventId: row.payload.id,
         eventType: row.payload.type,
-        // As text Postgres parses into jsonb: sums of cents (bigints) stay exact, which
-        // JSON.stringify (what sql.json uses) refuses to write.
-        payload: stringifyExact(row.payload),
+        payload: sql.json(row.payload as never),
         traceHeaders: sql.json(row.traceHeaders),
         status: row.dueAt ? "pending" : "failed",
         nextAttemptAt: row.dueAt,
