@@ -87,7 +87,7 @@ export class FakeOwners implements Owners {
     return found;
   }
   async partnershipStats() {
-    return { clicks: 0, conversions: 0, earned_cents: 0 };
+    return { clicks: 0, conversions: 0, earned_cents: 0n };
   }
 }
 

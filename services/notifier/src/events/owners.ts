@@ -35,7 +35,7 @@ export function ownersOver(ledger: Client<typeof LedgerService>, partners: Clien
       return {
         clicks: Number(figures?.clicks ?? 0),
         conversions: Number(figures?.conversions ?? 0),
-        earned_cents: Number(figures?.earnedCents ?? 0),
+        earned_cents: figures?.earnedCents ?? 0n,
       };
     },
   };
