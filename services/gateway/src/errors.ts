@@ -31,20 +31,30 @@ export function parseOrThrow<S extends z.ZodType>(schema: S, input: unknown): z.
   return parsed.data;
 }
 
+/** The resources a path names by id, as their owners word an unknown one. */
+export type PathResource = "Affiliate" | "Commission" | "Payout" | "Webhook" | "Delivery";
+
 /**
- * The id in a request's path, parsed with `schema`. An id with bad text (U+0000, an unpaired
+ * The ids in a request's path, parsed with `schema`. An id with bad text (U+0000, an unpaired
  * surrogate) names nothing that can exist, so it is the 404 of an unknown id (contract section
  * 11), worded as the owning service words it: `<resource> <id> not found`. Any other problem
  * (an id over 128 characters) is the validation envelope, as before.
  */
-export function pathIdOrThrow(
-  schema: z.ZodType<{ id: string }>,
+export function pathParamsOrThrow<T extends Record<string, string>>(
+  schema: z.ZodType<T>,
   params: unknown,
-  resource: "Affiliate" | "Commission" | "Payout",
-): string {
-  const id = (params as { id?: unknown } | undefined)?.id;
-  if (typeof id === "string" && !isCleanText(id)) throw new HttpError(404, { error: `${resource} ${id} not found` });
-  return parseOrThrow(schema, params).id;
+  resources: { [Param in keyof T]?: PathResource },
+): T {
+  for (const [param, resource] of Object.entries(resources)) {
+    const id = (params as Record<string, unknown> | undefined)?.[param];
+    if (typeof id === "string" && !isCleanText(id)) throw new HttpError(404, { error: `${resource} ${id} not found` });
+  }
+  return parseOrThrow(schema, params);
+}
+
+/** pathParamsOrThrow for a path with one `:id`. */
+export function pathIdOrThrow(schema: z.ZodType<{ id: string }>, params: unknown, resource: PathResource): string {
+  return pathParamsOrThrow(schema, params, { id: resource }).id;
 }
 
 /** Thrown by the rate limiter; `retryAfterSeconds` is already in the Retry-After header. */

@@ -4,10 +4,10 @@
  * path id it is the 404 of an unknown id. Nothing reaches a service. Lengths count characters.
  */
 import { badTextMessage } from "@affiliate/platform";
+import { bulkRegisterResponseSchema } from "@affiliate/rest-shapes/schemas/affiliates";
+import { invalidPayoutActionMessage } from "@affiliate/rest-shapes/schemas/payouts";
+import { invalidPeriodMessage } from "@affiliate/rest-shapes/schemas/stats";
 import { describe, expect, it } from "vitest";
-import { bulkRegisterResponseSchema } from "../src/schemas/affiliates.js";
-import { invalidPayoutActionMessage } from "../src/schemas/payouts.js";
-import { invalidPeriodMessage } from "../src/schemas/stats.js";
 import { createGateway, expectBody } from "./support/harness.js";
 
 const nul = "ab\u0000cd";
@@ -67,6 +67,8 @@ const bodyFields: { method: Method; url: string; body: Record<string, unknown>; 
     field: "reference",
   },
   { method: "PATCH", url: "/api/v1/payouts/po_1", body: { action: "mark_failed", reason: "bounced" }, field: "reason" },
+  { method: "POST", url: "/api/v1/webhooks", body: { url: "https://example.com/hooks" }, field: "url" },
+  { method: "PATCH", url: "/api/v1/webhooks/wh_1", body: { url: "https://example.com/hooks" }, field: "url" },
 ];
 
 /** A list or read with one bad query parameter. */
@@ -85,6 +87,21 @@ const pathIds: { method: Method; url: (id: string) => string; body?: unknown; re
   { method: "PATCH", url: (id) => `/api/v1/commissions/${id}`, body: { action: "approve" }, resource: "Commission" },
   { method: "GET", url: (id) => `/api/v1/payouts/${id}`, resource: "Payout" },
   { method: "PATCH", url: (id) => `/api/v1/payouts/${id}`, body: { action: "approve" }, resource: "Payout" },
+  { method: "GET", url: (id) => `/api/v1/webhooks/${id}`, resource: "Webhook" },
+  { method: "PATCH", url: (id) => `/api/v1/webhooks/${id}`, body: { enabled: true }, resource: "Webhook" },
+  { method: "DELETE", url: (id) => `/api/v1/webhooks/${id}`, resource: "Webhook" },
+  { method: "POST", url: (id) => `/api/v1/webhooks/${id}/rotate-secret`, resource: "Webhook" },
+  { method: "POST", url: (id) => `/api/v1/webhooks/${id}/test`, resource: "Webhook" },
+  { method: "GET", url: (id) => `/api/v1/webhooks/${id}/deliveries`, resource: "Webhook" },
+  { method: "GET", url: (id) => `/api/v1/webhooks/${id}/deliveries/dlv_1`, resource: "Webhook" },
+  { method: "GET", url: (id) => `/api/v1/webhooks/wh_1/deliveries/${id}`, resource: "Delivery" },
+  { method: "POST", url: (id) => `/api/v1/webhooks/wh_1/deliveries/${id}/retry`, resource: "Delivery" },
+  {
+    method: "POST",
+    url: (id) => `/api/v1/webhooks/${id}/recover`,
+    body: { since: "2025-01-01T00:00:00Z" },
+    resource: "Webhook",
+  },
 ];
 
 /** RPCs the gateway made beyond resolving the key. */

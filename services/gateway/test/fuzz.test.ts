@@ -95,10 +95,10 @@ interface Route {
 }
 
 /** Ids of things that exist, so some requests get past the lookups into the use cases. */
-const known = { partnership: "", commission: "", payout: "", referralCode: "", email: "" };
+const known = { partnership: "", commission: "", payout: "", webhook: "", delivery: "", referralCode: "", email: "" };
 const id = (kind: keyof typeof known) => () => (chance(0.6) ? known[kind] : randomSegment());
 
-const routes: (Route & { id?: () => string })[] = [
+const routes: (Route & { id?: () => string; deliveryId?: () => string })[] = [
   {
     method: "POST",
     path: "/api/v1/affiliates",
@@ -142,6 +142,36 @@ const routes: (Route & { id?: () => string })[] = [
   },
   { method: "GET", path: "/api/v1/stats", query: ["period"] },
   { method: "GET", path: "/api/v1/stats/timeseries", query: ["period"] },
+  {
+    method: "POST",
+    path: "/api/v1/webhooks",
+    body: () => ({ url: "https://example.com/hooks", events: ["payout.created"] }),
+  },
+  { method: "GET", path: "/api/v1/webhooks" },
+  { method: "GET", path: "/api/v1/webhooks/:id", id: id("webhook") },
+  { method: "PATCH", path: "/api/v1/webhooks/:id", id: id("webhook"), body: () => ({ enabled: true }) },
+  { method: "DELETE", path: "/api/v1/webhooks/:id", id: id("webhook") },
+  { method: "POST", path: "/api/v1/webhooks/:id/rotate-secret", id: id("webhook") },
+  { method: "POST", path: "/api/v1/webhooks/:id/test", id: id("webhook") },
+  { method: "GET", path: "/api/v1/webhooks/:id/deliveries", id: id("webhook"), query: ["cursor", "limit"] },
+  {
+    method: "GET",
+    path: "/api/v1/webhooks/:id/deliveries/:delivery_id",
+    id: id("webhook"),
+    deliveryId: id("delivery"),
+  },
+  {
+    method: "POST",
+    path: "/api/v1/webhooks/:id/deliveries/:delivery_id/retry",
+    id: id("webhook"),
+    deliveryId: id("delivery"),
+  },
+  {
+    method: "POST",
+    path: "/api/v1/webhooks/:id/recover",
+    id: id("webhook"),
+    body: () => ({ since: new Date(Date.now() - 86_400_000).toISOString() }),
+  },
   { method: "GET", path: "/api/v1/program" },
   { method: "PATCH", path: "/api/v1/program", body: () => ({ hold_days: int(0, 30) }) },
   {
@@ -194,6 +224,11 @@ const fieldNames = [
   "payout_minimum_cents",
   "auto_approve",
   "__proto__",
+  "url",
+  "events",
+  "enabled",
+  "since",
+  "until",
 ];
 
 interface FuzzRequest {
@@ -207,6 +242,7 @@ function fuzzRequest(): FuzzRequest {
   const route = pick(routes);
   let path = route.path;
   if (route.id) path = path.replace(":id", route.id() || randomSegment());
+  if (route.deliveryId) path = path.replace(":delivery_id", route.deliveryId() || randomSegment());
   const query = (route.query ?? [])
     .filter(() => chance(0.5))
     .map(
@@ -261,6 +297,10 @@ beforeAll(async () => {
   known.commission = paid.json().data.commissions[0].id;
   const generated = await mesh.call(key, "POST", "/api/v1/payouts/generate");
   known.payout = generated.json().data[0]?.id ?? "po_none";
+  const webhook = await mesh.call(key, "POST", "/api/v1/webhooks", { body: { url: "https://example.com/hooks" } });
+  known.webhook = webhook.json().data.id;
+  const tested = await mesh.call(key, "POST", `/api/v1/webhooks/${known.webhook}/test`);
+  known.delivery = tested.json().data.id;
 });
 afterAll(() => mesh?.close());
 

@@ -4,11 +4,14 @@
  */
 import { badTextMessage, fieldErrorsOf } from "@affiliate/platform";
 import { EventType } from "@affiliate/proto/ledger";
+import {
+  partnershipDetailResponseSchema,
+  partnershipListResponseSchema,
+} from "@affiliate/rest-shapes/schemas/affiliates";
+import { generatePayoutsResponseSchema } from "@affiliate/rest-shapes/schemas/payouts";
+import { statsResponseSchema, timeseriesResponseSchema } from "@affiliate/rest-shapes/schemas/stats";
 import { Code, ConnectError } from "@connectrpc/connect";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { partnershipDetailResponseSchema, partnershipListResponseSchema } from "../src/schemas/affiliates.js";
-import { generatePayoutsResponseSchema } from "../src/schemas/payouts.js";
-import { statsResponseSchema, timeseriesResponseSchema } from "../src/schemas/stats.js";
 import { expectBody } from "./support/harness.js";
 import { type RealMesh, startRealMesh } from "./support/real-mesh.js";
 

@@ -1,7 +1,7 @@
 import { z } from "zod";
 import { partnershipSchema } from "./affiliates.js";
 import { commissionSchema } from "./commissions.js";
-import { idParamsSchema, pageQueryShape, paginationSchema } from "./common.js";
+import { idParamsSchema, pageQueryShape, paginationSchema, text } from "./common.js";
 import { payoutSchema } from "./payouts.js";
 import { refundResultSchema } from "./refunds.js";
 
@@ -24,11 +24,9 @@ export const webhookEventTypes = [
 export const webhookEventTypeSchema = z.enum(webhookEventTypes).meta({ id: "WebhookEventType" });
 export type PublicWebhookEventType = z.output<typeof webhookEventTypeSchema>;
 
-const urlSchema = z
-  .string()
-  .min(1)
-  .max(2048)
-  .meta({ description: "http(s) URL; private, loopback and link-local targets are refused." });
+const urlSchema = text({ min: 1, max: 2048 }).meta({
+  description: "http(s) URL; private, loopback and link-local targets are refused.",
+});
 
 export const createWebhookBodySchema = z
   .strictObject({
@@ -110,8 +108,8 @@ export const deliveryDetailSchema = deliverySchema
 
 export const webhookIdParamsSchema = idParamsSchema("Webhook id (wh_…).");
 export const deliveryParamsSchema = z.object({
-  id: z.string().min(1).max(128).meta({ description: "Webhook id (wh_…)." }),
-  delivery_id: z.string().min(1).max(128).meta({ description: "Delivery id (dlv_…)." }),
+  id: text({ min: 1, max: 128 }).meta({ description: "Webhook id (wh_…)." }),
+  delivery_id: text({ min: 1, max: 128 }).meta({ description: "Delivery id (dlv_…)." }),
 });
 export const listDeliveriesQuerySchema = z.object({ ...pageQueryShape });
 

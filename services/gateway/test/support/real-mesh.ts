@@ -1,5 +1,6 @@
 import { CachedPartnersDirectory } from "@affiliate/ledger/dist/partners-directory.js";
 import * as ledgerServer from "@affiliate/ledger/dist/server.js";
+import * as notifierServer from "@affiliate/notifier/server";
 import * as partnersServer from "@affiliate/partners/server";
 import { ledgerOver, partnersOver } from "@affiliate/payouts/rpc/downstream";
 import * as payoutsServer from "@affiliate/payouts/server";
@@ -14,6 +15,7 @@ import {
   startRpcServer,
 } from "@affiliate/platform";
 import { LedgerService } from "@affiliate/proto/ledger";
+import { NotifierService } from "@affiliate/proto/notifier";
 import { PartnersAdminService, PartnersService } from "@affiliate/proto/partners";
 import { PayoutsService } from "@affiliate/proto/payouts";
 import { createTestDatabase, type TestDatabase } from "@affiliate/testing";
@@ -28,6 +30,7 @@ export interface RealMesh {
   partners: Client<typeof PartnersService>;
   ledger: Client<typeof LedgerService>;
   payouts: Client<typeof PayoutsService>;
+  notifier: Client<typeof NotifierService>;
   /** A new product; returns its id and live key. */
   newProduct(): Promise<{ productId: string; key: string }>;
   /** An HTTP request to the gateway with `key`. */
@@ -41,10 +44,11 @@ export interface RealMesh {
 }
 
 /**
- * The gateway in front of the real partners, ledger and payouts, each served by the platform's
- * RPC server (HTTP/2, its interceptors: bad text refused, domain errors mapped) as `npm start`
- * runs them, on a fresh test database with one schema each. No NATS: the flows read here
- * (registration, tracking, stats, payout generation) commit their events to outboxes only.
+ * The gateway in front of the real partners, ledger, payouts and notifier, each served by the
+ * platform's RPC server (HTTP/2, its interceptors: bad text refused, domain errors mapped) as
+ * `npm start` runs them, on a fresh test database with one schema each. No NATS: the flows read
+ * here (registration, tracking, stats, payouts, webhook endpoints) commit their events to
+ * outboxes only.
  */
 export async function startRealMesh(): Promise<RealMesh> {
   const logger = createLogger("gateway-real-mesh-test", "silent");
@@ -91,12 +95,19 @@ export async function startRealMesh(): Promise<RealMesh> {
     ),
   );
 
+  const notifierSql = await pool(notifierServer.schema, notifierServer.migrationsDirectory);
+  const notifier = createClient(
+    NotifierService,
+    await serve(notifierServer.routes({ sql: notifierSql, clock, allowPrivate: false, pageTokens })),
+  );
+
   const keyCache = new KeyCache({ resolve: authenticateWith(partners), ttlMs: 60_000 });
   keyCache.setTrusted(true);
   const app = buildServer({
     partners,
     ledger,
     payouts,
+    notifier,
     ready: async () => [],
     logger,
     config: {
@@ -112,6 +123,7 @@ export async function startRealMesh(): Promise<RealMesh> {
     partners,
     ledger,
     payouts,
+    notifier,
     async newProduct() {
       const { product, keys } = await admin.createProduct({ name: "Acme" });
       return { productId: product?.id ?? "", key: keys?.secretKey ?? "" };

@@ -21,7 +21,7 @@ import { timestampFromDate } from "@bufbuild/protobuf/wkt";
 import type { Client } from "@connectrpc/connect";
 import type { FastifyInstance } from "fastify";
 import type { ZodOpenApiPathsObject } from "zod-openapi";
-import { parseOrThrow } from "../../errors.js";
+import { parseOrThrow, pathIdOrThrow, pathParamsOrThrow } from "../../errors.js";
 
 export interface WebhooksRouteDeps {
   notifier: Client<typeof NotifierService>;
@@ -45,13 +45,13 @@ export async function webhooksRoutes(app: FastifyInstance, { notifier }: Webhook
   });
 
   app.get("/webhooks/:id", async (request) => {
-    const { id } = parseOrThrow(webhookIdParamsSchema, request.params);
+    const id = pathIdOrThrow(webhookIdParamsSchema, request.params, "Webhook");
     const { webhook } = await notifier.getWebhook({ productId: request.productId, webhookId: id });
     return { data: toPublicWebhook(webhook) };
   });
 
   app.patch("/webhooks/:id", async (request) => {
-    const { id } = parseOrThrow(webhookIdParamsSchema, request.params);
+    const id = pathIdOrThrow(webhookIdParamsSchema, request.params, "Webhook");
     const body = parseOrThrow(updateWebhookBodySchema, request.body);
     const { webhook } = await notifier.updateWebhook({
       productId: request.productId,
@@ -64,25 +64,25 @@ export async function webhooksRoutes(app: FastifyInstance, { notifier }: Webhook
   });
 
   app.delete("/webhooks/:id", async (request, reply) => {
-    const { id } = parseOrThrow(webhookIdParamsSchema, request.params);
+    const id = pathIdOrThrow(webhookIdParamsSchema, request.params, "Webhook");
     await notifier.deleteWebhook({ productId: request.productId, webhookId: id });
     return reply.code(204).send();
   });
 
   app.post("/webhooks/:id/rotate-secret", async (request) => {
-    const { id } = parseOrThrow(webhookIdParamsSchema, request.params);
+    const id = pathIdOrThrow(webhookIdParamsSchema, request.params, "Webhook");
     const { webhookId, secret } = await notifier.rotateWebhookSecret({ productId: request.productId, webhookId: id });
     return { data: { id: webhookId, secret } };
   });
 
   app.post("/webhooks/:id/test", async (request, reply) => {
-    const { id } = parseOrThrow(webhookIdParamsSchema, request.params);
+    const id = pathIdOrThrow(webhookIdParamsSchema, request.params, "Webhook");
     const { delivery } = await notifier.testWebhook({ productId: request.productId, webhookId: id });
     return reply.code(202).send({ data: toPublicDelivery(delivery) });
   });
 
   app.get("/webhooks/:id/deliveries", async (request) => {
-    const { id } = parseOrThrow(webhookIdParamsSchema, request.params);
+    const id = pathIdOrThrow(webhookIdParamsSchema, request.params, "Webhook");
     const query = parseOrThrow(listDeliveriesQuerySchema, request.query);
     const page = await notifier.listDeliveries({
       productId: request.productId,
@@ -97,7 +97,7 @@ export async function webhooksRoutes(app: FastifyInstance, { notifier }: Webhook
   });
 
   app.get("/webhooks/:id/deliveries/:delivery_id", async (request) => {
-    const params = parseOrThrow(deliveryParamsSchema, request.params);
+    const params = pathParamsOrThrow(deliveryParamsSchema, request.params, { id: "Webhook", delivery_id: "Delivery" });
     const { delivery } = await notifier.getDelivery({
       productId: request.productId,
       webhookId: params.id,
@@ -107,7 +107,7 @@ export async function webhooksRoutes(app: FastifyInstance, { notifier }: Webhook
   });
 
   app.post("/webhooks/:id/deliveries/:delivery_id/retry", async (request, reply) => {
-    const params = parseOrThrow(deliveryParamsSchema, request.params);
+    const params = pathParamsOrThrow(deliveryParamsSchema, request.params, { id: "Webhook", delivery_id: "Delivery" });
     const { delivery } = await notifier.retryDelivery({
       productId: request.productId,
       webhookId: params.id,
@@ -117,7 +117,7 @@ export async function webhooksRoutes(app: FastifyInstance, { notifier }: Webhook
   });
 
   app.post("/webhooks/:id/recover", async (request, reply) => {
-    const { id } = parseOrThrow(webhookIdParamsSchema, request.params);
+    const id = pathIdOrThrow(webhookIdParamsSchema, request.params, "Webhook");
     const body = parseOrThrow(recoverBodySchema, request.body);
     const { requeued } = await notifier.recoverDeliveries({
       productId: request.productId,
