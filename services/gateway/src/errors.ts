@@ -32,7 +32,7 @@ export function parseOrThrow<S extends z.ZodType>(schema: S, input: unknown): z.
 }
 
 /** The resources a path names by id, as their owners word an unknown one. */
-export type PathResource = "Affiliate" | "Commission" | "Payout" | "Webhook" | "Delivery";
+export type PathResource = "Affiliate" | "Commission" | "Payout" | "Webhook" | "Delivery" | "Erasure";
 
 /**
  * The ids in a request's path, parsed with `schema`. An id with bad text (U+0000, an unpaired

@@ -68,6 +68,7 @@ const bodyFields: { method: Method; url: string; body: Record<string, unknown>; 
   },
   { method: "PATCH", url: "/api/v1/payouts/po_1", body: { action: "mark_failed", reason: "bounced" }, field: "reason" },
   { method: "POST", url: "/api/v1/webhooks", body: { url: "https://example.com/hooks" }, field: "url" },
+  { method: "DELETE", url: "/api/v1/customers", body: { email: "c@example.com" }, field: "email" },
   { method: "PATCH", url: "/api/v1/webhooks/wh_1", body: { url: "https://example.com/hooks" }, field: "url" },
 ];
 
@@ -76,6 +77,7 @@ const queryFields: { url: string; field: string }[] = [
   ...["status", "cursor"].map((field) => ({ url: "/api/v1/affiliates", field })),
   ...["status", "partnership_id", "payout_id", "cursor"].map((field) => ({ url: "/api/v1/commissions", field })),
   ...["status", "partnership_id", "cursor"].map((field) => ({ url: "/api/v1/payouts", field })),
+  { url: "/api/v1/customers/erasures", field: "email" },
 ];
 
 /** Every route with an id in its path, and how its owner words an unknown id. */
@@ -87,6 +89,7 @@ const pathIds: { method: Method; url: (id: string) => string; body?: unknown; re
   { method: "PATCH", url: (id) => `/api/v1/commissions/${id}`, body: { action: "approve" }, resource: "Commission" },
   { method: "GET", url: (id) => `/api/v1/payouts/${id}`, resource: "Payout" },
   { method: "PATCH", url: (id) => `/api/v1/payouts/${id}`, body: { action: "approve" }, resource: "Payout" },
+  { method: "GET", url: (id) => `/api/v1/customers/erasures/${id}`, resource: "Erasure" },
   { method: "GET", url: (id) => `/api/v1/webhooks/${id}`, resource: "Webhook" },
   { method: "PATCH", url: (id) => `/api/v1/webhooks/${id}`, body: { enabled: true }, resource: "Webhook" },
   { method: "DELETE", url: (id) => `/api/v1/webhooks/${id}`, resource: "Webhook" },

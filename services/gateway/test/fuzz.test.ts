@@ -172,6 +172,9 @@ const routes: (Route & { id?: () => string; deliveryId?: () => string })[] = [
     id: id("webhook"),
     body: () => ({ since: new Date(Date.now() - 86_400_000).toISOString() }),
   },
+  { method: "DELETE", path: "/api/v1/customers", body: () => ({ email: known.email }) },
+  { method: "GET", path: "/api/v1/customers/erasures", query: ["email"] },
+  { method: "GET", path: "/api/v1/customers/erasures/:id", id: () => (chance(0.5) ? "ers_1" : randomSegment()) },
   { method: "GET", path: "/api/v1/program" },
   { method: "PATCH", path: "/api/v1/program", body: () => ({ hold_days: int(0, 30) }) },
   {

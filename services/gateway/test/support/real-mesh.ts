@@ -18,11 +18,13 @@ import { LedgerService } from "@affiliate/proto/ledger";
 import { NotifierService } from "@affiliate/proto/notifier";
 import { PartnersAdminService, PartnersService } from "@affiliate/proto/partners";
 import { PayoutsService } from "@affiliate/proto/payouts";
+import { PrivacyService } from "@affiliate/proto/privacy";
 import { createTestDatabase, type TestDatabase } from "@affiliate/testing";
 import { type Client, type ConnectRouter, createClient } from "@connectrpc/connect";
 import type { FastifyInstance, LightMyRequestResponse } from "fastify";
 import { authenticateWith, KeyCache } from "../../src/auth/key-cache.js";
 import { buildServer } from "../../src/server.js";
+import { FakePrivacy } from "./fake-privacy.js";
 
 export interface RealMesh {
   app: FastifyInstance;
@@ -44,7 +46,7 @@ export interface RealMesh {
 }
 
 /**
- * The gateway in front of the real partners, ledger, payouts and notifier, each served by the
+ * The gateway in front of the real partners, ledger, payouts and notifier (privacy is its fake), each served by the
  * platform's RPC server (HTTP/2, its interceptors: bad text refused, domain errors mapped) as
  * `npm start` runs them, on a fresh test database with one schema each. No NATS: the flows read
  * here (registration, tracking, stats, payouts, webhook endpoints) commit their events to
@@ -108,6 +110,8 @@ export async function startRealMesh(): Promise<RealMesh> {
     ledger,
     payouts,
     notifier,
+    // The privacy saga needs every owner's erasure RPCs and keys; its in-memory fake stands in.
+    privacy: createClient(PrivacyService, new FakePrivacy().transport),
     ready: async () => [],
     logger,
     config: {

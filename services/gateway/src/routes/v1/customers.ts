@@ -14,7 +14,7 @@ import type { Client } from "@connectrpc/connect";
 import type { FastifyInstance } from "fastify";
 import { z } from "zod";
 import type { ZodOpenApiPathsObject } from "zod-openapi";
-import { parseOrThrow } from "../../errors.js";
+import { parseOrThrow, pathIdOrThrow } from "../../errors.js";
 
 /**
  * How long DELETE /api/v1/customers waits for the erasure to complete. Erasing a big customer
@@ -53,7 +53,7 @@ export async function customersRoutes(app: FastifyInstance, { privacy }: Custome
   });
 
   app.get("/customers/erasures/:id", async (request) => {
-    const { id } = parseOrThrow(erasureIdParamsSchema, request.params);
+    const id = pathIdOrThrow(erasureIdParamsSchema, request.params, "Erasure");
     const response = await privacy.getErasure({ productId: request.productId, erasureId: id });
     return { data: toPublicErasure(receiptOf(response)) };
   });
