@@ -88,6 +88,8 @@ async function main(): Promise<void> {
   // A free port for every internal service, so a mesh already running on the defaults is no obstacle.
   const servicePorts: Record<string, number> = {};
   for (const service of services.filter((s) => s.protocol === "rpc")) servicePorts[service.name] = await freePort();
+  const metricsPorts: Record<string, number> = {};
+  for (const service of services) metricsPorts[service.name] = await freePort();
   let recentOutput = (): string[] => [];
   meshStarting = startMesh({
     databaseUrl: database.url,
@@ -95,6 +97,7 @@ async function main(): Promise<void> {
     host: "127.0.0.1",
     port: await freePort(),
     servicePorts,
+    metricsPorts,
     output: "pipe",
     env: {
       EVENTS_NAMESPACE: namespace.namespace,

@@ -5,7 +5,7 @@ import { connect } from "nats";
 import postgres from "postgres";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type Mesh, startMesh } from "../src/mesh.js";
-import { eventually, freePort, runTool } from "./helpers.js";
+import { eventually, freeMetricsPorts, freePort, freeServicePorts, runTool } from "./helpers.js";
 
 /**
  * The canary (issue 11): one customer email pushed through every flow of the mesh, then erased.
@@ -38,13 +38,8 @@ beforeAll(async () => {
     natsUrl: process.env.NATS_URL ?? "nats://127.0.0.1:4222",
     host: "127.0.0.1",
     port: await freePort(),
-    servicePorts: {
-      partners: await freePort(),
-      ledger: await freePort(),
-      payouts: await freePort(),
-      notifier: await freePort(),
-      privacy: await freePort(),
-    },
+    servicePorts: await freeServicePorts(),
+    metricsPorts: await freeMetricsPorts(),
     output: "pipe",
     env: { EVENTS_NAMESPACE: namespace.namespace, LOG_LEVEL: "warn", PAYOUT_INTERVAL_MS: "0" },
   });

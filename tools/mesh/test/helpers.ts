@@ -22,6 +22,17 @@ export async function freeServicePorts(): Promise<Record<string, number>> {
   return ports;
 }
 
+/**
+ * A free metrics port for every service. The launcher's own fallback (the default if free, else
+ * any) checks before the service binds, so two meshes starting side by side can still race for
+ * a default; tests name theirs.
+ */
+export async function freeMetricsPorts(): Promise<Record<string, number>> {
+  const ports: Record<string, number> = {};
+  for (const service of services) ports[service.name] = await freePort();
+  return ports;
+}
+
 export interface CommandResult {
   code: number | null;
   stdout: string;

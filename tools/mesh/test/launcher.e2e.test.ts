@@ -2,7 +2,7 @@ import { spawn } from "node:child_process";
 import net from "node:net";
 import { createTestDatabase, createTestNamespace, type TestDatabase, type TestNamespace } from "@affiliate/testing";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { portVariable, repositoryRoot, services } from "../src/services.js";
+import { metricsPortVariable, portVariable, repositoryRoot, services } from "../src/services.js";
 import { eventually, freePort, runTool } from "./helpers.js";
 
 /**
@@ -44,7 +44,10 @@ interface ServiceLogLine {
 /** `npm start` in a process group of its own, on free ports, awaited until the gateway is ready. */
 async function npmStart() {
   const ports: Record<string, number> = {};
-  for (const service of services) ports[portVariable(service)] = await freePort();
+  for (const service of services) {
+    ports[portVariable(service)] = await freePort();
+    ports[metricsPortVariable(service)] = await freePort();
+  }
   const child = spawn("npm", ["start"], {
     cwd: repositoryRoot,
     env: {

@@ -4,7 +4,7 @@ import { createTestDatabase, createTestNamespace, type TestDatabase, type TestNa
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type Mesh, startMesh } from "../src/mesh.js";
 import { repositoryRoot } from "../src/services.js";
-import { eventually, freePort, freeServicePorts, runScript, runTool } from "./helpers.js";
+import { eventually, freeMetricsPorts, freePort, freeServicePorts, runScript, runTool } from "./helpers.js";
 
 /**
  * The mesh started as `npm start` starts it (separate processes, real Postgres and NATS), spoken
@@ -24,6 +24,7 @@ beforeAll(async () => {
     host: "127.0.0.1",
     port: await freePort(),
     servicePorts: await freeServicePorts(),
+    metricsPorts: await freeMetricsPorts(),
     output: "pipe",
     // A long cache lifetime: only the rotation event can explain an old key's 401.
     env: { EVENTS_NAMESPACE: namespace.namespace, KEY_CACHE_TTL_MS: "600000", LOG_LEVEL: "warn" },

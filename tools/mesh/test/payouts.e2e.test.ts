@@ -3,7 +3,7 @@ import { createTestDatabase, createTestNamespace, type TestDatabase, type TestNa
 import { connect } from "nats";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type Mesh, startMesh } from "../src/mesh.js";
-import { eventually, freePort, freeServicePorts, runTool } from "./helpers.js";
+import { eventually, freeMetricsPorts, freePort, freeServicePorts, runTool } from "./helpers.js";
 
 /**
  * Money moving back and out through the whole mesh, and a fault: the payouts service is down
@@ -24,6 +24,7 @@ beforeAll(async () => {
     host: "127.0.0.1",
     port: await freePort(),
     servicePorts: await freeServicePorts(),
+    metricsPorts: await freeMetricsPorts(),
     output: "pipe",
     env: { EVENTS_NAMESPACE: namespace.namespace, LOG_LEVEL: "warn", PAYOUT_INTERVAL_MS: "0" },
   });

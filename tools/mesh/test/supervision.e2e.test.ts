@@ -2,7 +2,7 @@ import http from "node:http";
 import { createTestDatabase, createTestNamespace, type TestDatabase, type TestNamespace } from "@affiliate/testing";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type Mesh, startMesh } from "../src/mesh.js";
-import { eventually, freePort, freeServicePorts, runTool } from "./helpers.js";
+import { eventually, freeMetricsPorts, freePort, freeServicePorts, runTool } from "./helpers.js";
 
 /**
  * The mesh as an orchestrator keeps it: a service that dies comes back by itself while the others
@@ -23,6 +23,7 @@ beforeAll(async () => {
     host: "127.0.0.1",
     port: await freePort(),
     servicePorts: await freeServicePorts(),
+    metricsPorts: await freeMetricsPorts(),
     output: "pipe",
     // The load below must meet the drain, not the rate limit.
     env: { EVENTS_NAMESPACE: namespace.namespace, LOG_LEVEL: "warn", RATE_LIMIT_PER_MINUTE: "1000000" },

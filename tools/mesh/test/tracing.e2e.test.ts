@@ -4,7 +4,7 @@ import type { AddressInfo } from "node:net";
 import { createTestDatabase, createTestNamespace, type TestDatabase, type TestNamespace } from "@affiliate/testing";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type Mesh, startMesh } from "../src/mesh.js";
-import { eventually, freePort, freeServicePorts, runTool } from "./helpers.js";
+import { eventually, freeMetricsPorts, freePort, freeServicePorts, runTool } from "./helpers.js";
 
 /**
  * One trace across processes: the mesh exports spans over OTLP/HTTP (JSON) to a collector this
@@ -112,6 +112,7 @@ beforeAll(async () => {
     host: "127.0.0.1",
     port: await freePort(),
     servicePorts: await freeServicePorts(),
+    metricsPorts: await freeMetricsPorts(),
     output: "pipe",
     env: {
       EVENTS_NAMESPACE: namespace.namespace,

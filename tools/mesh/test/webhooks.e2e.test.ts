@@ -6,7 +6,7 @@ import { connect } from "nats";
 import postgres from "postgres";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type Mesh, startMesh } from "../src/mesh.js";
-import { eventually, freePort, freeServicePorts, runTool } from "./helpers.js";
+import { eventually, freeMetricsPorts, freePort, freeServicePorts, runTool } from "./helpers.js";
 
 /**
  * Webhooks through the whole mesh, each service its own process as `npm start` runs them: what
@@ -98,6 +98,7 @@ beforeAll(async () => {
     host: "127.0.0.1",
     port: await freePort(),
     servicePorts: await freeServicePorts(),
+    metricsPorts: await freeMetricsPorts(),
     output: "pipe",
     env: { EVENTS_NAMESPACE: namespace.namespace, LOG_LEVEL: "warn", PAYOUT_INTERVAL_MS: "0" },
   });
