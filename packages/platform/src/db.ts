@@ -1,5 +1,7 @@
 import { hostname } from "node:os";
 import postgres from "postgres";
+import { commitReserveMs, currentDeadline, type Deadline } from "./deadline.js";
+import { DomainError } from "./errors.js";
 import { stringifyExact } from "./exact-json.js";
 import { instrumentSql } from "./sql-tracing.js";
 
@@ -66,6 +68,13 @@ const processApplicationName = (service: string) => `${service} ${hostname()}:${
 /**
  * One pool per service, bound to the service's schema. Rows come back in camelCase. Queries and
  * transactions made inside a trace are client spans (sql-tracing.ts).
+ *
+ * Its transactions keep the deadline of the RPC being served (see deadline.ts): `sql.begin`
+ * inside a call with a deadline bounds every statement and lock wait by what is left of it, and
+ * rolls back instead of committing when the work ends too close to it. So a caller told
+ * DEADLINE_EXCEEDED (or UNAVAILABLE) knows nothing was applied; only a connection lost while the
+ * COMMIT was on its way leaves the outcome unknown, and says so (DomainError "outcome_unknown").
+ * Outside an RPC (consumers, periodic jobs) transactions are unbounded, as before.
  */
 export function createSql(url: string, options: SqlOptions): Sql {
   const sql = postgres(url, {
@@ -77,8 +86,54 @@ export function createSql(url: string, options: SqlOptions): Sql {
     connection: { search_path: options.schema, application_name: processApplicationName(options.applicationName) },
     onnotice: () => {},
   }) as unknown as Sql;
-  return instrumentSql(sql);
+  return instrumentSql(boundByDeadlines(sql));
 }
+
+type Begin = (options: string, work: (tx: TransactionSql) => unknown) => Promise<unknown>;
+
+function boundByDeadlines(sql: Sql): Sql {
+  const begin = sql.begin.bind(sql) as unknown as Begin;
+  const bounded = (...args: unknown[]) => {
+    const work = args.at(-1) as (tx: TransactionSql) => unknown;
+    const mode = args.length > 1 ? (args[0] as string) : "";
+    const deadline = currentDeadline();
+    return deadline ? beginWithin(begin, deadline, mode, work) : begin(mode, work);
+  };
+  return Object.assign(sql, { begin: bounded as unknown as Sql["begin"] });
+}
+
+async function beginWithin(
+  begin: Begin,
+  deadline: Deadline,
+  mode: string,
+  work: (tx: TransactionSql) => unknown,
+): Promise<unknown> {
+  const budgetMs = Math.floor(deadline.remainingMs() - commitReserveMs);
+  if (budgetMs <= 0) throw DomainError.deadlineExceeded();
+  let committing = false;
+  try {
+    return await begin(mode, async (tx) => {
+      // Sent ahead of the work's first statement on the same connection (pipelined, no round trip).
+      tx`select set_config('statement_timeout', ${String(budgetMs)}, true),
+                set_config('lock_timeout', ${String(budgetMs)}, true)`.execute();
+      const result = await work(tx);
+      if (deadline.remainingMs() < commitReserveMs) throw DomainError.deadlineExceeded();
+      committing = true;
+      return result;
+    });
+  } catch (error) {
+    if (committing && isConnectionError(error)) {
+      throw DomainError.outcomeUnknown(
+        "The connection to the database was lost while the change was committing; it may have been applied",
+      );
+    }
+    if (error instanceof postgres.PostgresError && deadlineCodes.has(error.code)) throw DomainError.deadlineExceeded();
+    throw error;
+  }
+}
+
+/** statement_timeout and lock_timeout, as set from the deadline. */
+const deadlineCodes = new Set(["57014", "55P03"]);
 
 /** Postgres error codes the domain reacts to. */
 export const PgCode = {

@@ -13,7 +13,11 @@ export type DomainErrorKind =
   | "unauthenticated"
   | "permission_denied"
   | "aborted"
-  | "unavailable";
+  | "unavailable"
+  /** The caller's deadline passed before the change could commit: nothing was applied. */
+  | "deadline_exceeded"
+  /** The change may or may not have been applied (a commit or a call was cut short). */
+  | "outcome_unknown";
 
 /** Field name to messages, as in the public validation envelope. */
 export type FieldErrors = Record<string, string[]>;
@@ -47,6 +51,19 @@ export class DomainError extends Error {
     return error;
   }
 
+  /** The deadline passed before anything was applied; a retry is safe. */
+  static deadlineExceeded(): DomainError {
+    return new DomainError(
+      "deadline_exceeded",
+      "The request's deadline passed before it could be applied; nothing was applied",
+    );
+  }
+
+  /** Whether the change was applied cannot be known; the caller must find out before retrying blindly. */
+  static outcomeUnknown(message: string): DomainError {
+    return DomainError.withInfo("outcome_unknown", message, { reason: outcomeUnknownReason });
+  }
+
   /** An INVALID_ARGUMENT naming the offending field, shown as a validation envelope. */
   static invalidField(field: string, message: string): DomainError {
     return new DomainError("invalid_argument", message, { [field]: [message] });
@@ -63,7 +80,20 @@ const codeOf: Record<DomainErrorKind, Code> = {
   permission_denied: Code.PermissionDenied,
   aborted: Code.Aborted,
   unavailable: Code.Unavailable,
+  deadline_exceeded: Code.DeadlineExceeded,
+  outcome_unknown: Code.Unknown,
 };
+
+/**
+ * The ErrorInfo reason of an error whose outcome is unknown: it travels as UNKNOWN with this
+ * reason through every hop, and the gateway answers it 504 (contract section 11).
+ */
+export const outcomeUnknownReason = "outcome_unknown";
+
+/** Whether a call failed in a way that leaves its effect unknown (see outcomeUnknownReason). */
+export function isOutcomeUnknown(error: ConnectError): boolean {
+  return error.code === Code.Unknown && errorInfoOf(error)?.reason === outcomeUnknownReason;
+}
 
 type OutgoingDetails = NonNullable<ConstructorParameters<typeof ConnectError>[3]>;
 

@@ -2,6 +2,7 @@ export * from "./balanced-transport.js";
 export * from "./config.js";
 export * from "./consumer.js";
 export * from "./db.js";
+export * from "./deadline.js";
 export * from "./email.js";
 export * from "./erasure-owner.js";
 export * from "./errors.js";

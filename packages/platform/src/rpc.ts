@@ -7,6 +7,7 @@ import { connectNodeAdapter, createConnectTransport, Http2SessionManager } from 
 import type { NatsConnection } from "nats";
 import { type BalancedTransport, balancedTransport } from "./balanced-transport.js";
 import { isConnectionError, type Sql } from "./db.js";
+import { commitReserveMs, currentDeadline, Deadline, withDeadline } from "./deadline.js";
 import { DomainError, toConnectError } from "./errors.js";
 import type { Logger } from "./logger.js";
 import { clientMetrics, serverMetrics } from "./metrics.js";
@@ -45,6 +46,29 @@ export function errorMapping(logger: Logger): Interceptor {
       throw new ConnectError("Internal error", Code.Internal);
     }
   };
+}
+
+/**
+ * Serves each call within the deadline its caller sent (Connect's `connect-timeout-ms`, gRPC's
+ * `grpc-timeout`): transactions and outgoing calls made while handling it are bounded by it (see
+ * deadline.ts). A call that arrives with too little time left to commit anything is refused as
+ * DEADLINE_EXCEEDED before it starts. A call without a deadline runs unbounded.
+ */
+export const serverDeadline: Interceptor = (next) => async (req) => {
+  const timeoutMs = callerTimeoutMs(req.header);
+  if (timeoutMs === undefined) return next(req);
+  if (timeoutMs <= commitReserveMs) throw toConnectError(DomainError.deadlineExceeded());
+  return withDeadline(Deadline.in(timeoutMs), () => next(req));
+};
+
+const grpcTimeoutUnitsMs: Record<string, number> = { H: 3_600_000, M: 60_000, S: 1000, m: 1, u: 1e-3, n: 1e-6 };
+
+function callerTimeoutMs(header: Headers): number | undefined {
+  const connect = header.get("connect-timeout-ms");
+  if (connect !== null && /^\d{1,10}$/.test(connect)) return Number(connect);
+  const grpc = /^(\d{1,8})([HMSmun])$/.exec(header.get("grpc-timeout") ?? "");
+  if (grpc) return Number(grpc[1]) * (grpcTimeoutUnitsMs[grpc[2] as string] ?? 1);
+  return undefined;
 }
 
 function healthService(isServing: () => Promise<boolean>): ServiceImpl<typeof Health> {
@@ -104,7 +128,7 @@ export async function startRpcServer(options: RpcServerOptions): Promise<RpcServ
   const handler = connectNodeAdapter({
     // Metrics outermost: they count the code the caller gets, after errors are mapped. Bad text is
     // refused innermost, before any handler sees it: every service deploys alone.
-    interceptors: [serverMetrics, serverTracing, errorMapping(logger), refuseBadText],
+    interceptors: [serverMetrics, serverTracing, serverDeadline, errorMapping(logger), refuseBadText],
     routes: (router) => {
       options.routes(router);
       router.service(Health, healthService(isServing));
@@ -154,8 +178,18 @@ export async function startRpcServer(options: RpcServerOptions): Promise<RpcServ
 }
 
 export interface RpcTransportOptions {
-  /** Deadline of each call unless the call sets its own. */
+  /**
+   * The deadline sent with a call made outside any RPC (a gateway request, a job, the CLI). A
+   * call made while serving an RPC sends what is left of that RPC's deadline instead.
+   */
   timeoutMs?: number;
+  /**
+   * How much longer than the deadline it sent the caller waits for the answer. The service
+   * answers by its deadline (it rolls back what it cannot commit in time), so with this margin
+   * the caller nearly always learns the real outcome; a call still unanswered after it has an
+   * unknown outcome.
+   */
+  graceMs?: number;
   /** Resolves the service's name to its addresses (DNS by default; tests give their own). */
   resolve?: (host: string) => Promise<string[]>;
 }
@@ -168,6 +202,10 @@ export interface RpcTransportOptions {
  * multiplexed session each (see balancedTransport). Uncompressed: services talk inside one
  * cluster, where gzipping every answer over 1 KB (connect-node's default) cost more CPU on both
  * sides than the bytes saved (a 12-month time series spent a tenth of its time in zlib).
+ *
+ * Every call carries a deadline and fails truthfully (see deadlinesAndTransportFailures): what
+ * callers see is the service's own answer, UNAVAILABLE when nothing was processed (a blind retry
+ * is safe), or UNKNOWN with the reason "outcome_unknown" when the request may have landed.
  */
 export function createRpcTransport(baseUrl: string, options: RpcTransportOptions = {}): BalancedTransport {
   return balancedTransport(baseUrl, {
@@ -178,12 +216,99 @@ export function createRpcTransport(baseUrl: string, options: RpcTransportOptions
         baseUrl: url,
         httpVersion: "2",
         useBinaryFormat: true,
-        interceptors: [clientMetrics, clientTracing],
-        defaultTimeoutMs: options.timeoutMs ?? 5000,
+        // No defaultTimeoutMs: the deadline interceptor sends and enforces it (see callTimeout).
+        interceptors: [
+          clientMetrics,
+          clientTracing,
+          deadlinesAndTransportFailures({ timeoutMs: options.timeoutMs ?? 5000, graceMs: options.graceMs ?? 1000 }),
+        ],
         acceptCompression: [],
         sessionManager,
       });
       return { transport, close: () => sessionManager.abort() };
     },
   });
+}
+
+/** What a failure that is not the service's own answer says about the request. */
+export type TransportFailure =
+  /** The service never processed it (refused stream, GOAWAY, connection refused): retry safely. */
+  | "not_processed"
+  /** It may have been processed (connection reset or lost after it left, no answer in time). */
+  | "outcome_unknown";
+
+/** Node's codes for a request that never reached the service. */
+const notSentCodes = new Set(["ECONNREFUSED", "ENOTFOUND", "EAI_AGAIN", "ERR_HTTP2_GOAWAY_SESSION"]);
+
+/**
+ * Classifies a failed call: undefined when the error is the service's own answer (it carries
+ * no Node error), otherwise whether the request can have been processed. HTTP/2 promises that a
+ * stream refused (REFUSED_STREAM, or above a GOAWAY's last stream id) was not processed.
+ */
+export function transportFailureOf(error: unknown): TransportFailure | undefined {
+  const chain: Error[] = [];
+  for (let cause = error; cause instanceof Error && !chain.includes(cause); cause = cause.cause) chain.push(cause);
+  const codes = chain.map((e) => (e as { code?: unknown }).code).filter((c): c is string => typeof c === "string");
+  const messages = chain.map((e) => e.message);
+  if (
+    codes.some((code) => notSentCodes.has(code)) ||
+    messages.some((m) => m.includes("REFUSED_STREAM") || m.includes("received GOAWAY without any open streams"))
+  ) {
+    return "not_processed";
+  }
+  if (
+    codes.length > 0 ||
+    messages.some((m) => m.includes("http/2 stream closed with error code") || m.includes("PING timed out"))
+  ) {
+    return "outcome_unknown";
+  }
+  return undefined;
+}
+
+/**
+ * The client side of deadlines and honest failures, for every call of a transport:
+ * - it sends the deadline (`connect-timeout-ms`): the caller's own when it serves an RPC (less
+ *   commitReserveMs, so the caller can still commit after the answer), `timeoutMs` otherwise;
+ * - it waits that long plus `graceMs` (or, inside an RPC, until the caller's own deadline);
+ * - a request the service never processed is sent once more on a fresh connection (connect-node
+ *   opens one when the old session is going away), then answered UNAVAILABLE;
+ * - a request that may have landed (reset, connection lost, no answer in time) is answered
+ *   UNKNOWN "outcome_unknown", never retried: only the caller can decide how to find out.
+ */
+function deadlinesAndTransportFailures(options: { timeoutMs: number; graceMs: number }): Interceptor {
+  return (next) => async (req) => {
+    const inherited = currentDeadline();
+    const deadline = inherited ? inherited : Deadline.in(options.timeoutMs);
+    const reserveMs = inherited ? commitReserveMs : 0;
+    const waitUntil = inherited ? inherited.at : deadline.at + options.graceMs;
+    const target = `${req.service.name}.${req.method.name}`;
+    for (let attempt = 0; ; attempt++) {
+      const sendMs = Math.floor(deadline.remainingMs() - reserveMs);
+      if (sendMs <= 0) throw toConnectError(DomainError.deadlineExceeded());
+      req.header.set("connect-timeout-ms", String(sendMs));
+      const abandon = new AbortController();
+      const timer = setTimeout(() => abandon.abort(), Math.max(0, waitUntil - Date.now()));
+      try {
+        return await next({ ...req, signal: AbortSignal.any([req.signal, abandon.signal]) });
+      } catch (error) {
+        if (abandon.signal.aborted) {
+          throw toConnectError(
+            DomainError.outcomeUnknown(`No answer from ${target} in time; the request may have been applied`),
+          );
+        }
+        if (req.signal.aborted) throw error;
+        const failure = transportFailureOf(error);
+        if (failure === undefined) throw error;
+        if (failure === "outcome_unknown") {
+          throw toConnectError(
+            DomainError.outcomeUnknown(`The connection to ${target} was lost; the request may have been applied`),
+          );
+        }
+        if (attempt > 0)
+          throw new ConnectError(`${target} is unavailable`, Code.Unavailable, undefined, undefined, error);
+      } finally {
+        clearTimeout(timer);
+      }
+    }
+  };
 }

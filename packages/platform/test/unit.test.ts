@@ -4,7 +4,14 @@ import { fileURLToPath } from "node:url";
 import { Code, ConnectError } from "@connectrpc/connect";
 import { describe, expect, expectTypeOf, it } from "vitest";
 import { baseConfigShape, loadConfig, port } from "../src/config.js";
-import { DomainError, type DomainErrorKind, errorInfoOf, fieldErrorsOf, toConnectError } from "../src/errors.js";
+import {
+  DomainError,
+  type DomainErrorKind,
+  errorInfoOf,
+  fieldErrorsOf,
+  isOutcomeUnknown,
+  toConnectError,
+} from "../src/errors.js";
 import { isId, newId } from "../src/ids.js";
 import { PageTokens } from "../src/page-token.js";
 import { sleep } from "./helpers.js";
@@ -139,6 +146,14 @@ describe("DomainError to ConnectError and back", () => {
     expect(errorInfoOf(toConnectError(new DomainError("not_found", "missing")))).toBeUndefined();
   });
 
+  it("marks an unknown outcome so every hop and the gateway can tell it from other failures", () => {
+    const unknown = toConnectError(DomainError.outcomeUnknown("the commit may have landed"));
+    expect(unknown.code).toBe(Code.Unknown);
+    expect(isOutcomeUnknown(unknown)).toBe(true);
+    expect(isOutcomeUnknown(toConnectError(DomainError.deadlineExceeded()))).toBe(false);
+    expect(isOutcomeUnknown(new ConnectError("unknown", Code.Unknown))).toBe(false);
+  });
+
   // Typed as a full record: a new kind fails to compile until it is listed here.
   const expectedCodes: Record<DomainErrorKind, Code> = {
     invalid_argument: Code.InvalidArgument,
@@ -150,6 +165,8 @@ describe("DomainError to ConnectError and back", () => {
     permission_denied: Code.PermissionDenied,
     aborted: Code.Aborted,
     unavailable: Code.Unavailable,
+    deadline_exceeded: Code.DeadlineExceeded,
+    outcome_unknown: Code.Unknown,
   };
   it.each(Object.entries(expectedCodes) as [DomainErrorKind, Code][])("maps %s to code %i", (kind, code) => {
     const connectError = toConnectError(new DomainError(kind, `a ${kind} error`));

@@ -1,4 +1,5 @@
 export * from "./database.js";
+export * from "./fault-proxy.js";
 export * from "./infrastructure.js";
 export * from "./metrics.js";
 export * from "./nats.js";
