@@ -2,7 +2,16 @@ import http2 from "node:http2";
 import type { AddressInfo } from "node:net";
 import { Health, HealthCheckResponse_ServingStatus, HealthCheckResponseSchema } from "@affiliate/proto/health";
 import { create } from "@bufbuild/protobuf";
-import { Code, ConnectError, type ConnectRouter, type Interceptor, type ServiceImpl } from "@connectrpc/connect";
+import {
+  type CallOptions,
+  Code,
+  ConnectError,
+  type ConnectRouter,
+  createContextKey,
+  createContextValues,
+  type Interceptor,
+  type ServiceImpl,
+} from "@connectrpc/connect";
 import { connectNodeAdapter, createConnectTransport, Http2SessionManager } from "@connectrpc/connect-node";
 import type { NatsConnection } from "nats";
 import { type BalancedTransport, balancedTransport } from "./balanced-transport.js";
@@ -230,6 +239,18 @@ export function createRpcTransport(baseUrl: string, options: RpcTransportOptions
   });
 }
 
+const callTimeoutKey = createContextKey<number | undefined>(undefined, { description: "deadline of one call" });
+
+/**
+ * Call options giving one call made outside any RPC its own deadline, for work in proportion to
+ * the data rather than a lookup (`payouts.generatePayouts(req, callTimeout(600_000))`). Connect's
+ * own `timeoutMs` option must not be used: on expiry it reports DEADLINE_EXCEEDED ("nothing was
+ * applied") for a request that may well have been.
+ */
+export function callTimeout(ms: number): CallOptions {
+  return { contextValues: createContextValues().set(callTimeoutKey, ms) };
+}
+
 /** What a failure that is not the service's own answer says about the request. */
 export type TransportFailure =
   /** The service never processed it (refused stream, GOAWAY, connection refused): retry safely. */
@@ -278,7 +299,7 @@ export function transportFailureOf(error: unknown): TransportFailure | undefined
 function deadlinesAndTransportFailures(options: { timeoutMs: number; graceMs: number }): Interceptor {
   return (next) => async (req) => {
     const inherited = currentDeadline();
-    const deadline = inherited ? inherited : Deadline.in(options.timeoutMs);
+    const deadline = inherited ?? Deadline.in(req.contextValues.get(callTimeoutKey) ?? options.timeoutMs);
     const reserveMs = inherited ? commitReserveMs : 0;
     const waitUntil = inherited ? inherited.at : deadline.at + options.graceMs;
     const target = `${req.service.name}.${req.method.name}`;

@@ -1,4 +1,4 @@
-import { errorInfoOf, fieldErrorsOf, isCleanText } from "@affiliate/platform";
+import { errorInfoOf, fieldErrorsOf, isCleanText, isOutcomeUnknown } from "@affiliate/platform";
 import type { ErrorBody, NestedErrorBody, ValidationErrorBody } from "@affiliate/rest-shapes/schemas/common";
 import { Code, ConnectError } from "@connectrpc/connect";
 import type { FastifyError, FastifyReply, FastifyRequest } from "fastify";
@@ -77,7 +77,17 @@ const acceptedInBackground = new Set(["erasure_running"]);
 export const unavailableRetryAfterSeconds = 1;
 
 /**
- * HTTP status of each Connect code a service can answer with. Codes not listed (Internal,
+ * The 504 answer when a change may or may not have been applied (contract section 11): the
+ * connection to the service was lost after the request left, or no answer came in time. No
+ * Retry-After: a blind retry could apply the change twice.
+ */
+export const outcomeUnknownMessage =
+  "The outcome of the request is unknown: it may or may not have been applied. Repeat it with the same Idempotency-Key to learn the outcome, or read the resource before retrying";
+
+/**
+ * HTTP status of each Connect code a service can answer with. A 503 promises nothing was
+ * applied: services answer UNAVAILABLE and DEADLINE_EXCEEDED only then, and the RPC client turns
+ * every transport failure into UNAVAILABLE (not processed) or an unknown outcome (504). Codes not listed (Internal,
  * Unknown, DataLoss, Unimplemented, ...) are bugs or mismatched deployments: 500 with a generic
  * message, logged with the cause.
  */
@@ -97,6 +107,8 @@ export const httpStatusOfCode: Partial<Record<Code, number>> = {
   [Code.Canceled]: 503,
 };
 
+export const outcomeUnknownStatus = 504;
+
 /**
  * The answer for an error a service returned over RPC. A FieldViolations detail on
  * INVALID_ARGUMENT is the validation envelope; an ErrorInfo detail puts its public details beside
@@ -104,6 +116,7 @@ export const httpStatusOfCode: Partial<Record<Code, number>> = {
  * is the service's message alone.
  */
 export function httpErrorOfConnect(error: ConnectError): HttpError | undefined {
+  if (isOutcomeUnknown(error)) return new HttpError(outcomeUnknownStatus, { error: outcomeUnknownMessage });
   const status = httpStatusOfCode[error.code];
   if (status === undefined) return undefined;
   if (status === 503) {
@@ -168,5 +181,6 @@ export function errorHandler(error: unknown, request: FastifyRequest, reply: Fas
     return reply.code(500).send({ error: "Internal server error" });
   }
   if (answer.statusCode === 503) request.log.warn({ err: error }, "dependency unavailable");
+  if (answer.statusCode === outcomeUnknownStatus) request.log.warn({ err: error }, "outcome of a call unknown");
   return reply.code(answer.statusCode).headers(answer.headers).send(answer.body);
 }

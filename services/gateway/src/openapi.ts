@@ -22,7 +22,8 @@ formErrors, fieldErrors } }\`; an error with a machine-readable cause carries it
 of an already refunded payment names its \`commission_id\`). The one exception: an invalid stats \`period\`
 answers 400 \`{ data: { error } }\`. Lists are newest first and cursor-paginated; iterate until \`has_more\`
 is false. Requests are rate-limited per key (429 with Retry-After); an unreachable service behind the gateway
-answers 503 with Retry-After. Every response carries \`x-request-id\`.`;
+answers 503 with Retry-After, and nothing was applied; 504 means the outcome is unknown (repeat with the same
+Idempotency-Key, or read the resource). Every response carries \`x-request-id\`.`;
 
 export type OpenApiDocument = ReturnType<typeof createDocument>;
 

@@ -67,4 +67,17 @@ describe("Connect errors as HTTP answers", () => {
     const internal = new ConnectError("boom", Code.Internal);
     expect(httpErrorOfConnect(internal)).toBeUndefined();
   });
+
+  it("answers an unknown outcome 504 saying how to find out, without Retry-After", () => {
+    const unknown = toConnectError(DomainError.outcomeUnknown("connection to LedgerService.Refund lost"));
+    const answer = httpErrorOfConnect(unknown);
+    expect(answer?.statusCode).toBe(504);
+    expect(answer?.body).toEqual({ error: expect.stringContaining("Idempotency-Key") });
+    expect(answer?.headers).toEqual({});
+  });
+
+  it("answers a deadline the service could not meet 503 with Retry-After: it rolled back", () => {
+    const answer = httpErrorOfConnect(toConnectError(DomainError.deadlineExceeded()));
+    expect(answer).toMatchObject({ statusCode: 503, headers: { "retry-after": "1" } });
+  });
 });

@@ -151,7 +151,13 @@ export const errorResponses = {
   413: errorResponse("Request body over 1 MiB"),
   415: errorResponse("Content type other than application/json"),
   429: errorResponse("Rate limit exceeded for this key", retryAfter),
-  503: errorResponse("A service behind the gateway cannot be reached; retry later", retryAfter),
+  503: errorResponse(
+    "A service behind the gateway cannot be reached or could not apply the request in time; nothing was applied, retry later",
+    retryAfter,
+  ),
+  504: errorResponse(
+    "The outcome is unknown (the connection to a service was lost after the request left): repeat with the same Idempotency-Key, or read the resource, before retrying",
+  ),
 };
 
 /** The errors every authenticated operation can answer. */
@@ -160,6 +166,7 @@ export const authenticatedErrors = {
   403: errorResponses[403],
   429: errorResponses[429],
   503: errorResponses[503],
+  504: errorResponses[504],
 };
 
 /** What POST /events can answer for its key: test keys are accepted there, so no 403. */
@@ -167,6 +174,7 @@ export const trackingAuthErrors = {
   401: errorResponses[401],
   429: { ...errorResponses[429], description: "Tracking rate limit exceeded for this key" },
   503: errorResponses[503],
+  504: errorResponses[504],
 };
 
 /** The errors every operation with a JSON body can answer on top of the authenticated ones. */

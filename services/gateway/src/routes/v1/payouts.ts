@@ -1,3 +1,4 @@
+import { callTimeout } from "@affiliate/platform";
 import { type Payout, PayoutAction, PayoutStatus, type PayoutsService } from "@affiliate/proto/payouts";
 import { payoutOf, payoutStatusValue, toPublicPayout } from "@affiliate/rest-shapes/mappers";
 import { authenticatedErrors, bodyErrors, errorResponses } from "@affiliate/rest-shapes/schemas/common";
@@ -70,7 +71,7 @@ export async function payoutsRoutes(app: FastifyInstance, { payouts, directory }
     // Generation is work in proportion to the program (seconds to minutes for thousands of
     // partnerships), not a lookup: the default 5 s deadline would answer 503 while it goes on,
     // and a client retrying that 503 would start a second generation alongside it.
-    const { payouts: created } = await payouts.generatePayouts({ productId }, { timeoutMs: generationTimeoutMs });
+    const { payouts: created } = await payouts.generatePayouts({ productId }, callTimeout(generationTimeoutMs));
     return { data: await compose(productId, created) };
   });
 
