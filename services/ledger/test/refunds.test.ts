@@ -1,10 +1,19 @@
-import { errorInfoOf, fieldErrorsOf, newId } from "@affiliate/platform";
+import {
+  Deadline,
+  type DomainError,
+  errorInfoOf,
+  fieldErrorsOf,
+  newId,
+  toConnectError,
+  withDeadline,
+} from "@affiliate/platform";
 import type { RefundRequestSchema } from "@affiliate/proto/ledger";
 import { CommissionAction, CommissionRefundedSchema, CommissionStatus } from "@affiliate/proto/ledger";
 import type { MessageInitShape } from "@bufbuild/protobuf";
 import { fromBinary } from "@bufbuild/protobuf";
 import { Code, ConnectError } from "@connectrpc/connect";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { maxLeaseMs, onceForKey } from "../src/domain/idempotency.js";
 import { settleCommissions } from "../src/domain/payout-claims.js";
 import {
   EventType,
@@ -388,6 +397,61 @@ describe("idempotency (spec 4.9 rules, contract 7)", () => {
       insert into idempotency_keys (product_id, key, request_fingerprint, state, locked_until, expires_at)
       values (${p.productId}, 'dead-key', 'fp-1', 'in_progress', now() - interval '1 second', now() + interval '30 days')`;
     expect((await keyed(p, "dead-key")).replayed).toBe(false);
+  });
+
+  it("a key's lease ends with its request's deadline, and lasts at most a few seconds without one", async () => {
+    const p = await payment();
+    const leaseOf = async (key: string) => {
+      const [row] = await h.sql<{ leaseMs: number }[]>`
+        select (extract(epoch from locked_until - created_at) * 1000)::int as lease_ms
+        from idempotency_keys where product_id = ${p.productId} and key = ${key}`;
+      return row?.leaseMs ?? -1;
+    };
+    const hold = (key: string) =>
+      onceForKey(h.sql, { productId: p.productId, key, fingerprint: "fp" }, async () => {
+        const lease = await leaseOf(key);
+        throw Object.assign(new Error("stop here"), { lease });
+      }).catch((error: { lease: number }) => error.lease);
+    expect(await withDeadline(Deadline.in(2000), () => hold("lease-deadline"))).toBeLessThanOrEqual(2000);
+    expect(await hold("lease-default")).toBeLessThanOrEqual(maxLeaseMs);
+    expect(maxLeaseMs).toBeLessThan(10_000);
+  });
+
+  it("a request that outlived its lease and was taken over cannot also apply: exactly one does", async () => {
+    const p = await payment();
+    const scope = { productId: p.productId, key: "outlived-key", fingerprint: "fp" };
+    await h.sql`create table if not exists test_effects (key text not null)`;
+    let reachedApply: () => void = () => {};
+    const inApply = new Promise<void>((resolve) => {
+      reachedApply = resolve;
+    });
+    let finishFirst: () => void = () => {};
+    const firstMayFinish = new Promise<void>((resolve) => {
+      finishFirst = resolve;
+    });
+    const first = onceForKey(h.sql, scope, async (tx) => {
+      await tx`insert into test_effects values ('first')`;
+      reachedApply();
+      await firstMayFinish;
+      return { run: "first" };
+    }).then(
+      (outcome) => outcome.value,
+      (error: unknown) => ConnectError.from(toConnectError(error as DomainError)),
+    );
+    await inApply;
+    // The first request's lease runs out while it is still working (as if it had hung).
+    await h.sql`update idempotency_keys set locked_until = now() - interval '1 second' where key = ${scope.key}`;
+    const second = await onceForKey(h.sql, scope, async (tx) => {
+      await tx`insert into test_effects values ('second')`;
+      return { run: "second" };
+    });
+    finishFirst();
+    const firstOutcome = await first;
+    expect(second).toEqual({ value: { run: "second" }, replayed: false });
+    expect(firstOutcome).toBeInstanceOf(ConnectError);
+    expect((firstOutcome as ConnectError).code).toBe(Code.Aborted);
+    expect(await h.sql`select key from test_effects`).toEqual([{ key: "second" }]);
+    expect((await onceForKey(h.sql, scope, async () => ({ run: "third" }))).value).toEqual({ run: "second" });
   });
 
   it("after 30 days a key can be used for a new refund, and expired keys are purged", async () => {

@@ -1,7 +1,12 @@
-import { DomainError, type Sql, type TransactionSql } from "@affiliate/platform";
+import { randomUUID } from "node:crypto";
+import { currentDeadline, DomainError, type Sql, type TransactionSql } from "@affiliate/platform";
 
-/** How long an in-progress request owns its key before another may take it over. */
-const leaseSeconds = 60;
+/**
+ * The longest an in-progress request owns its key before a repeat may take it over; a request
+ * with a shorter deadline owns it until its deadline (it cannot commit after it). So a key whose
+ * request died (the process was killed) is free again within seconds.
+ */
+export const maxLeaseMs = 8000;
 /** Keys are retained this long (spec 4.9 rule 1); afterwards a key can be used again. */
 export const retentionDays = 30;
 
@@ -22,8 +27,11 @@ export interface IdempotencyScope {
  *    fingerprint is ALREADY_EXISTS;
  * 4. if `apply` fails, nothing was applied and the key is released: errors are not stored, so
  *    a corrected retry with the same key can succeed (validation errors never reserve a key).
- * A lease that ran out (the process died between 1 and 2) lets a repeat take the key over:
- * step 2 rolled back, so nothing was applied.
+ * A lease that ran out (the process died between 1 and 2, or the request outlived it) lets a
+ * repeat take the key over with a new lease token. Step 2 stores the outcome only where the
+ * token is still its own, so of a request and the one that took its key over, exactly one
+ * commits: the store locks the key's row, and a takeover waits for that lock and then finds the
+ * key completed.
  */
 export async function onceForKey<T extends object>(
   sql: Sql,
@@ -31,13 +39,18 @@ export async function onceForKey<T extends object>(
   apply: (tx: TransactionSql) => Promise<T>,
 ): Promise<{ value: T; replayed: boolean }> {
   const { productId, key, fingerprint } = scope;
+  const leaseToken = randomUUID();
+  const leaseMs = Math.max(0, Math.min(currentDeadline()?.remainingMs() ?? maxLeaseMs, maxLeaseMs));
   const [reserved] = await sql`
-    insert into idempotency_keys (product_id, key, request_fingerprint, state, locked_until, expires_at)
+    insert into idempotency_keys
+      (product_id, key, request_fingerprint, state, locked_until, expires_at, lease_token)
     values (${productId}, ${key}, ${fingerprint}, 'in_progress',
-            now() + make_interval(secs => ${leaseSeconds}), now() + make_interval(days => ${retentionDays}))
+            now() + make_interval(secs => ${leaseMs / 1000}), now() + make_interval(days => ${retentionDays}),
+            ${leaseToken})
     on conflict (product_id, key) do update set
       request_fingerprint = excluded.request_fingerprint, state = 'in_progress', outcome = null,
-      locked_until = excluded.locked_until, created_at = now(), expires_at = excluded.expires_at
+      locked_until = excluded.locked_until, created_at = now(), expires_at = excluded.expires_at,
+      lease_token = excluded.lease_token
     where idempotency_keys.expires_at <= now()
        or (idempotency_keys.state = 'in_progress' and idempotency_keys.locked_until <= now())
     returning key`;
@@ -56,27 +69,34 @@ export async function onceForKey<T extends object>(
         { reason: "idempotency_key_reused" },
       );
     }
-    if (existing.state !== "completed" || !existing.outcome) {
-      throw DomainError.withInfo("aborted", "A request with this idempotency key is still in progress; retry later", {
-        reason: "idempotency_key_in_progress",
-      });
-    }
+    if (existing.state !== "completed" || !existing.outcome) throw inProgress();
     return { value: existing.outcome.result, replayed: true };
   }
 
   try {
     const value = (await sql.begin(async (tx) => {
       const result = await apply(tx);
-      await tx`
+      const [stored] = await tx`
         update idempotency_keys set state = 'completed', outcome = ${tx.json({ result } as never)}, locked_until = now()
-        where product_id = ${productId} and key = ${key}`;
+        where product_id = ${productId} and key = ${key} and lease_token = ${leaseToken}
+        returning key`;
+      if (!stored) throw inProgress();
       return result;
     })) as T;
     return { value, replayed: false };
   } catch (error) {
-    await sql`delete from idempotency_keys where product_id = ${productId} and key = ${key} and state = 'in_progress'`;
+    await sql`
+      delete from idempotency_keys
+      where product_id = ${productId} and key = ${key} and state = 'in_progress' and lease_token = ${leaseToken}`;
     throw error;
   }
+}
+
+/** The 409 of a key whose request is running (or outlived its lease and was taken over). */
+function inProgress(): DomainError {
+  return DomainError.withInfo("aborted", "A request with this idempotency key is still in progress; retry later", {
+    reason: "idempotency_key_in_progress",
+  });
 }
 
 /** Deletes keys past their retention; run periodically. Returns how many it deleted. */
