@@ -22,6 +22,14 @@ export interface FollowWhileConnectedOptions {
   onFollowing(following: boolean): void;
   /** Delay between attempts to connect or to follow the stream. */
   retryMs?: number;
+  /** How often the connection is asked to prove itself alive (a PING the server must answer). */
+  heartbeatMs?: number;
+  /**
+   * How long the feed may go without proof of life before the cache stops trusting itself. A
+   * frozen server or a partition keeps the TCP connection open and no disconnect is ever
+   * reported, so without this an eviction could be missed for as long as the freeze lasts.
+   */
+  silentAfterMs?: number;
   /** Replaceable in tests; the platform's ordered consumer otherwise. */
   follow?: typeof followEvents;
 }
@@ -31,16 +39,60 @@ export interface FollowWhileConnectedOptions {
  * keeps (the gateway's keys, the ledger's attribution data). It retries until NATS answers and
  * the stream exists (the producer may start later), reports not-following while NATS is
  * disconnected, and after a reconnect follows afresh rather than trusting the old consumer to
- * have caught up.
+ * have caught up. It also reports not-following while the server has not answered a heartbeat
+ * (PING) for `silentAfterMs`: a frozen server or a partition keeps the connection open without
+ * any disconnect, and events sent meanwhile would arrive late. When answers come again, it
+ * reports following again (the cache starts empty: it was cleared when trust was lost).
  */
 export function followWhileConnected(options: FollowWhileConnectedOptions): { stop(): Promise<void> } {
   const { logger, stream, purpose } = options;
   const retryMs = options.retryMs ?? 1000;
+  const heartbeatMs = options.heartbeatMs ?? 250;
+  const silentAfterMs = options.silentAfterMs ?? 1000;
   const follow = options.follow ?? followEvents;
   const stopping = new AbortController();
   let connection: NatsConnection | undefined;
   let following: Follow | undefined;
   let attempt = 0;
+
+  // Trust = a follow is running and the server answered a heartbeat within silentAfterMs.
+  let heardAt = 0;
+  let reported: boolean | undefined;
+  const reportTrust = () => {
+    const alive = Date.now() - heardAt <= silentAfterMs;
+    const trusted = following !== undefined && alive && !stopping.signal.aborted;
+    if (trusted === reported) return;
+    if (!trusted && following !== undefined && !alive) {
+      logger.warn({ stream, purpose, silentAfterMs }, "event feed silent; cache bypassed");
+    } else if (trusted && reported === false) {
+      logger.info({ stream, purpose }, "event feed alive again; cache enabled");
+    }
+    reported = trusted;
+    options.onFollowing(trusted);
+  };
+  const distrust = () => {
+    reported = false;
+    options.onFollowing(false);
+  };
+
+  let pinging = false;
+  const heartbeat = setInterval(() => {
+    const nc = connection;
+    if (nc && !pinging && !nc.isClosed()) {
+      pinging = true;
+      nc.flush()
+        .then(() => {
+          heardAt = Date.now();
+        })
+        .catch(() => undefined)
+        .finally(() => {
+          pinging = false;
+          reportTrust();
+        });
+    }
+    reportTrust();
+  }, heartbeatMs);
+  heartbeat.unref();
 
   const pause = () => sleep(retryMs, undefined, { signal: stopping.signal }).catch(() => undefined);
 
@@ -52,8 +104,8 @@ export function followWhileConnected(options: FollowWhileConnectedOptions): { st
 
   const startFollowing = async (nc: NatsConnection) => {
     const mine = ++attempt;
-    options.onFollowing(false);
     stopFollowing();
+    distrust();
     for (let tries = 0; mine === attempt && !stopping.signal.aborted; tries++) {
       try {
         const started = await follow({
@@ -69,7 +121,9 @@ export function followWhileConnected(options: FollowWhileConnectedOptions): { st
           return;
         }
         following = started;
-        options.onFollowing(true);
+        // Creating the consumer was itself a round trip the server answered.
+        heardAt = Date.now();
+        reportTrust();
         logger.info({ stream, purpose }, "following events; cache enabled");
         void started.ended.then(() => followEndedByItself(nc, started));
         return;
@@ -86,7 +140,7 @@ export function followWhileConnected(options: FollowWhileConnectedOptions): { st
   const followEndedByItself = (nc: NatsConnection, ended: Follow) => {
     if (following !== ended || stopping.signal.aborted) return;
     following = undefined;
-    options.onFollowing(false);
+    distrust();
     logger.warn({ stream, purpose }, "event follow ended by itself; cache bypassed, following afresh");
     void startFollowing(nc);
   };
@@ -95,8 +149,8 @@ export function followWhileConnected(options: FollowWhileConnectedOptions): { st
     for await (const status of nc.status()) {
       if (status.type === Events.Disconnect) {
         attempt++;
-        options.onFollowing(false);
         stopFollowing();
+        distrust();
         logger.warn({ purpose }, "nats disconnected; cache bypassed");
       } else if (status.type === Events.Reconnect) {
         void startFollowing(nc);
@@ -130,8 +184,9 @@ export function followWhileConnected(options: FollowWhileConnectedOptions): { st
   return {
     async stop() {
       stopping.abort();
+      clearInterval(heartbeat);
       attempt++;
-      options.onFollowing(false);
+      distrust();
       await following?.stop();
       following = undefined;
       await connection?.close();

@@ -1,8 +1,9 @@
-import { createTestNamespace, type TestNamespace } from "@affiliate/testing";
+import { createFaultProxy, createTestNamespace, type TestNamespace } from "@affiliate/testing";
 import type { JetStreamClient, NatsConnection } from "nats";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { followEvents } from "../src/consumer.js";
 import { connectNats, ensureStream, wireSubject } from "../src/events.js";
+import { followWhileConnected } from "../src/follow-while-connected.js";
 import { capturingLogger, eventually, silentLogger } from "./helpers.js";
 
 let events: TestNamespace;
@@ -126,5 +127,36 @@ describe("followEvents", () => {
     await follower.stop();
     await follower.ended;
     expect(ended).toBe(true);
+  });
+});
+
+describe("followWhileConnected", () => {
+  it("stops trusting within a second while the server is frozen, and trusts again when it answers", async () => {
+    const proxy = await createFaultProxy(process.env.NATS_URL ?? "nats://127.0.0.1:4222");
+    const trust: boolean[] = [];
+    const follower = followWhileConnected({
+      connect: () => connectNats(proxy.url(process.env.NATS_URL ?? "nats://127.0.0.1:4222"), "follow-stall-test"),
+      stream,
+      subject: "svc.product.keys_rotated",
+      namespace: events.namespace,
+      logger: silentLogger,
+      purpose: "test",
+      handle: () => {},
+      onFollowing: (following) => trust.push(following),
+    });
+    followers.push({
+      stop: async () => {
+        await follower.stop();
+        await proxy.close();
+      },
+    });
+    await eventually("trusted while following", () => trust.at(-1) === true);
+
+    proxy.stall();
+    // Bounded wait: the cache must stop trusting well inside the 2 s a rotation may take.
+    await eventually("distrusted while the server is frozen", () => trust.at(-1) === false, { timeoutMs: 2000 });
+
+    await proxy.restore();
+    await eventually("trusted again once the server answers", () => trust.at(-1) === true);
   });
 });
