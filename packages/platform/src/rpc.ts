@@ -244,8 +244,9 @@ const callTimeoutKey = createContextKey<number | undefined>(undefined, { descrip
 /**
  * Call options giving one call made outside any RPC its own deadline, for work in proportion to
  * the data rather than a lookup (`payouts.generatePayouts(req, callTimeout(600_000))`). Connect's
- * own `timeoutMs` option must not be used: on expiry it reports DEADLINE_EXCEEDED ("nothing was
- * applied") for a request that may well have been.
+ * own `timeoutMs` option must not be used for a change: on expiry it reports DEADLINE_EXCEEDED
+ * ("nothing was applied") for a request that may well have been. (A probe, which changes
+ * nothing, may use it.)
  */
 export function callTimeout(ms: number): CallOptions {
   return { contextValues: createContextValues().set(callTimeoutKey, ms) };

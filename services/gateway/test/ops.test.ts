@@ -150,7 +150,7 @@ describe("documentation", () => {
     expect(document.components.schemas.UpdateProgramRequest.additionalProperties).toBe(false);
     expect(document.components.schemas.ValidationError.required).toEqual(["error", "details"]);
     expect(Object.keys(document.paths["/api/v1/program"].patch.responses)).toEqual(
-      expect.arrayContaining(["200", "400", "401", "403", "413", "415", "429", "503"]),
+      expect.arrayContaining(["200", "400", "401", "403", "413", "415", "429", "503", "504"]),
     );
   });
 
@@ -170,7 +170,7 @@ describe("documentation", () => {
 
     const track = document.paths["/events"].post;
     expect(Object.keys(track.responses).sort()).toEqual(
-      ["200", "201", "400", "401", "404", "409", "413", "415", "429", "503"].sort(),
+      ["200", "201", "400", "401", "404", "409", "413", "415", "429", "503", "504"].sort(),
     );
     expect(track.responses["403"]).toBeUndefined();
     const event = document.components.schemas.TrackEventRequest;
@@ -251,7 +251,7 @@ describe("documentation", () => {
       }),
     ]);
     expect(Object.keys(refund.responses).sort()).toEqual(
-      ["200", "400", "401", "403", "404", "409", "413", "415", "422", "429", "503"].sort(),
+      ["200", "400", "401", "403", "404", "409", "413", "415", "422", "429", "503", "504"].sort(),
     );
     expect(refund.responses["200"].headers["Idempotent-Replayed"].schema).toMatchObject({ const: "true" });
     expect(refund.responses["409"].content["application/json"].schema.anyOf).toEqual([
