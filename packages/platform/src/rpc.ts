@@ -17,7 +17,7 @@ import type { NatsConnection } from "nats";
 import { type BalancedTransport, balancedTransport } from "./balanced-transport.js";
 import { isConnectionError, type Sql } from "./db.js";
 import { commitReserveMs, currentDeadline, Deadline, withDeadline } from "./deadline.js";
-import { DomainError, toConnectError } from "./errors.js";
+import { DomainError, isOutcomeUnknown, toConnectError } from "./errors.js";
 import type { Logger } from "./logger.js";
 import { clientMetrics, serverMetrics } from "./metrics.js";
 import { refuseBadText } from "./refuse-bad-text.js";
@@ -226,17 +226,26 @@ export function createRpcTransport(baseUrl: string, options: RpcTransportOptions
         httpVersion: "2",
         useBinaryFormat: true,
         // No defaultTimeoutMs: the deadline interceptor sends and enforces it (see callTimeout).
-        interceptors: [
-          clientMetrics,
-          clientTracing,
-          deadlinesAndTransportFailures({ timeoutMs: options.timeoutMs ?? 5000, graceMs: options.graceMs ?? 1000 }),
-        ],
+        interceptors: rpcClientInterceptors(options),
         acceptCompression: [],
         sessionManager,
       });
       return { transport, close: () => sessionManager.abort() };
     },
   });
+}
+
+/**
+ * The client interceptors of createRpcTransport (metrics, tracing, deadlines, honest failures), for a
+ * transport built another way, such as a test's in-memory router transport.
+ */
+export function rpcClientInterceptors(options: RpcTransportOptions = {}): Interceptor[] {
+  // Metrics outermost: they count the code the caller gets, after failures are classified.
+  return [
+    clientMetrics,
+    clientTracing,
+    deadlinesAndTransportFailures({ timeoutMs: options.timeoutMs ?? 5000, graceMs: options.graceMs ?? 1000 }),
+  ];
 }
 
 const callTimeoutKey = createContextKey<number | undefined>(undefined, { description: "deadline of one call" });
@@ -250,6 +259,22 @@ const callTimeoutKey = createContextKey<number | undefined>(undefined, { descrip
  */
 export function callTimeout(ms: number): CallOptions {
   return { contextValues: createContextValues().set(callTimeoutKey, ms) };
+}
+
+/**
+ * Runs a call that changes nothing (a lookup, an authentication): wherever such a call got to,
+ * nothing was applied, so an unknown outcome is just UNAVAILABLE (the 503 that says "retry").
+ * Without it a frozen service would turn a read into the 504 of a change that may have landed.
+ */
+export async function asRead<T>(call: Promise<T>): Promise<T> {
+  try {
+    return await call;
+  } catch (error) {
+    if (error instanceof ConnectError && isOutcomeUnknown(error)) {
+      throw new ConnectError(error.rawMessage.replace(/; the request may have been applied$/, ""), Code.Unavailable);
+    }
+    throw error;
+  }
 }
 
 /** What a failure that is not the service's own answer says about the request. */
@@ -295,7 +320,8 @@ export function transportFailureOf(error: unknown): TransportFailure | undefined
  * - a request the service never processed is sent once more on a fresh connection (connect-node
  *   opens one when the old session is going away), then answered UNAVAILABLE;
  * - a request that may have landed (reset, connection lost, no answer in time) is answered
- *   UNKNOWN "outcome_unknown", never retried: only the caller can decide how to find out.
+ *   UNKNOWN "outcome_unknown", never retried: only the caller can decide how to find out (a
+ *   caller that made a read knows nothing changed: see asRead).
  */
 function deadlinesAndTransportFailures(options: { timeoutMs: number; graceMs: number }): Interceptor {
   return (next) => async (req) => {

@@ -5,7 +5,7 @@ import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from
 import { createSql, type Sql, type TransactionSql } from "../src/db.js";
 import { commitReserveMs, currentDeadline, Deadline, withDeadline } from "../src/deadline.js";
 import { DomainError, isOutcomeUnknown } from "../src/errors.js";
-import { createRpcTransport, type RpcServer, startRpcServer } from "../src/rpc.js";
+import { asRead, createRpcTransport, type RpcServer, startRpcServer } from "../src/rpc.js";
 import { silentLogger, sleep } from "./helpers.js";
 
 let database: TestDatabase;
@@ -221,6 +221,19 @@ describe("RPC deadlines and transport failures", () => {
     proxy.stall();
     const error = await callError(() => client.updateProgram({ productId: "prd_1" }));
     expect(isOutcomeUnknown(error)).toBe(true);
+  });
+
+  it("answers a lost read as UNAVAILABLE through asRead: a read applied nothing wherever it got", async () => {
+    const server = await serve(deductingService());
+    const proxy = await proxyTo(server);
+    const client = createClient(
+      PartnersService,
+      createRpcTransport(`http://127.0.0.1:${proxy.port}`, { timeoutMs: 300, graceMs: 200 }),
+    );
+    await client.getProgram({ productId: "prd_1" });
+    proxy.stall();
+    const error = await callError(() => asRead(client.getProgram({ productId: "prd_1" })));
+    expect(error.code).toBe(Code.Unavailable);
   });
 
   it("answers a service that cannot be reached as UNAVAILABLE", async () => {

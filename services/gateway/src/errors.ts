@@ -158,11 +158,19 @@ function isFastifyClientError(error: unknown): error is FastifyError & { statusC
   );
 }
 
-function toHttpError(error: unknown): HttpError | undefined {
+/** A GET or HEAD changes nothing: a call it made that was lost is a 503, not an unknown outcome. */
+function isRead(request: FastifyRequest): boolean {
+  return request.method === "GET" || request.method === "HEAD";
+}
+
+function toHttpError(error: unknown, request: FastifyRequest): HttpError | undefined {
   if (error instanceof HttpError) return error;
   // An id whose percent-encoding does not decode to UTF-8 text is an id no resource has.
   if ((error as Partial<FastifyError>).code === "FST_ERR_BAD_URL") return new HttpError(404, { error: "Not found" });
   if (error instanceof RateLimitedError) return new HttpError(429, { error: error.message });
+  if (error instanceof ConnectError && isRead(request) && isOutcomeUnknown(error)) {
+    return httpErrorOfConnect(new ConnectError(error.rawMessage, Code.Unavailable));
+  }
   if (error instanceof ConnectError) return httpErrorOfConnect(error);
   if (isFastifyClientError(error)) {
     return new HttpError(error.statusCode, { error: fastifyErrorTexts[error.code] ?? error.message });
@@ -175,7 +183,7 @@ function toHttpError(error: unknown): HttpError | undefined {
  * is decided here. Unknown errors are logged with their cause and answered without details.
  */
 export function errorHandler(error: unknown, request: FastifyRequest, reply: FastifyReply): FastifyReply {
-  const answer = toHttpError(error);
+  const answer = toHttpError(error, request);
   if (!answer) {
     request.log.error({ err: error }, "unhandled error");
     return reply.code(500).send({ error: "Internal server error" });

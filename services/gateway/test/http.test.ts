@@ -1,5 +1,5 @@
 import { createServer } from "node:net";
-import { createRpcTransport } from "@affiliate/platform";
+import { createRpcTransport, DomainError, toConnectError } from "@affiliate/platform";
 import { errorSchema } from "@affiliate/rest-shapes/schemas/common";
 import { Code, ConnectError } from "@connectrpc/connect";
 import { describe, expect, it } from "vitest";
@@ -139,6 +139,29 @@ describe("services behind the gateway", () => {
       expect(response.headers["retry-after"], url).toBe("1");
       expect(expectBody(errorSchema, response.json())).toEqual({ error: "Service temporarily unavailable" });
     }
+  });
+
+  it("answers a change whose outcome is unknown 504 without Retry-After, saying how to find out", async () => {
+    const { call, ledger } = createGateway();
+    ledger.failures.set("refund", toConnectError(DomainError.outcomeUnknown("connection to the ledger lost")));
+    const response = await call("POST", "/api/v1/refunds", { body: { commission_id: "com_1" } });
+    expect(response.statusCode).toBe(504);
+    expect(response.headers["retry-after"]).toBeUndefined();
+    expect(expectBody(errorSchema, response.json()).error).toContain("same Idempotency-Key");
+    expect(response.body).not.toContain("connection to the ledger");
+  });
+
+  it("answers a read whose call was lost 503 with Retry-After: a read applies nothing", async () => {
+    const { call, ledger, fake } = createGateway();
+    ledger.failures.set("getStats", toConnectError(DomainError.outcomeUnknown("connection to the ledger lost")));
+    const read = await call("GET", "/api/v1/stats");
+    expect(read.statusCode).toBe(503);
+    expect(read.headers["retry-after"]).toBe("1");
+    // Authentication is a read too, whatever the request it guards.
+    fake.failures.set("authenticate", toConnectError(DomainError.outcomeUnknown("connection to partners lost")));
+    const guarded = await call("POST", "/api/v1/refunds", { key: "sk_live_unseen_key", body: { commission_id: "c" } });
+    expect(guarded.statusCode).toBe(503);
+    expect(guarded.headers["retry-after"]).toBe("1");
   });
 
   it("answers 503 with Retry-After when the ledger answers Unavailable", async () => {

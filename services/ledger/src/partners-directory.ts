@@ -1,4 +1,4 @@
-import { followWhileConnected, type Logger, type NatsConnection, streamName } from "@affiliate/platform";
+import { asRead, followWhileConnected, type Logger, type NatsConnection, streamName } from "@affiliate/platform";
 import { partnersEvents } from "@affiliate/proto/events";
 import { PartnershipStatus, type PartnersService, type ResolveAttributionResponse } from "@affiliate/proto/partners";
 import { fromBinary } from "@bufbuild/protobuf";
@@ -85,7 +85,8 @@ export class CachedPartnersDirectory implements PartnersDirectory {
     const hit = this.entries.get(cacheKey);
     if (this.following && hit && hit.productVersion === version && hit.expiresAt > Date.now()) return hit.value;
     try {
-      const value = fromProto(await this.partners.resolveAttribution({ productId, target }));
+      // A read: lost on the way, it is UNAVAILABLE, not an unknown outcome of the event being tracked.
+      const value = fromProto(await asRead(this.partners.resolveAttribution({ productId, target })));
       if (this.following) {
         if (this.entries.size >= this.options.maxEntries) this.entries.clear();
         this.entries.set(cacheKey, { value, productVersion: version, expiresAt: Date.now() + this.options.ttlMs });

@@ -1,4 +1,5 @@
 import { createHash } from "node:crypto";
+import { asRead } from "@affiliate/platform";
 import type { KeyMode, PartnersService } from "@affiliate/proto/partners";
 import { type Client, Code, ConnectError } from "@connectrpc/connect";
 import { LRUCache } from "lru-cache";
@@ -114,11 +115,14 @@ export class KeyCache {
   }
 }
 
-/** Resolution through partners' Authenticate RPC: UNAUTHENTICATED means the key is unknown. */
+/**
+ * Resolution through partners' Authenticate RPC: UNAUTHENTICATED means the key is unknown. A
+ * read: a lost call is UNAVAILABLE (503), never an unknown outcome of the request it guards.
+ */
 export function authenticateWith(partners: Client<typeof PartnersService>): ResolveKey {
   return async (apiKey) => {
     try {
-      const { productId, mode } = await partners.authenticate({ apiKey });
+      const { productId, mode } = await asRead(partners.authenticate({ apiKey }));
       return { kind: "product", productId, mode };
     } catch (error) {
       if (error instanceof ConnectError && error.code === Code.Unauthenticated) return { kind: "unknown" };

@@ -1,3 +1,4 @@
+import { rpcClientInterceptors } from "@affiliate/platform";
 import type { DescService } from "@bufbuild/protobuf";
 import {
   type Client,
@@ -29,6 +30,7 @@ export class CallLog<Method extends string> {
 /**
  * Serves `implementation` over an in-memory transport with the real generated types, counting
  * and recording every call in `log` and failing a method when the log holds a failure for it.
+ * The client side has the platform's interceptors, so calls carry deadlines as in production.
  */
 export function serveRecorded<S extends DescService>(
   service: S,
@@ -49,6 +51,8 @@ export function serveRecorded<S extends DescService>(
       },
     ]),
   ) as Partial<ServiceImpl<S>>;
-  const transport = createRouterTransport(({ service: register }) => register(service, recorded));
+  const transport = createRouterTransport(({ service: register }) => register(service, recorded), {
+    transport: { interceptors: rpcClientInterceptors() },
+  });
   return { transport, client: createClient(service, transport) };
 }
