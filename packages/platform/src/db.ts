@@ -111,16 +111,26 @@ async function beginWithin(
   const budgetMs = Math.floor(deadline.remainingMs() - commitReserveMs);
   if (budgetMs <= 0) throw DomainError.deadlineExceeded();
   let committing = false;
+  const transaction = begin(mode, async (tx) => {
+    // Sent ahead of the work's first statement on the same connection (pipelined, no round trip).
+    tx`select set_config('statement_timeout', ${String(budgetMs)}, true),
+              set_config('lock_timeout', ${String(budgetMs)}, true)`.execute();
+    const result = await work(tx);
+    if (deadline.remainingMs() < commitReserveMs) throw DomainError.deadlineExceeded();
+    committing = true;
+    return result;
+  });
+  // Once past the commit point without committing, the transaction can only roll back (the
+  // check above refuses it): answer now rather than after a slow connection or statement ends,
+  // so the caller hears "not applied" while it still listens.
+  let timer: NodeJS.Timeout | undefined;
+  const lateness = new Promise<never>((_resolve, reject) => {
+    timer = setTimeout(() => {
+      if (!committing) reject(DomainError.deadlineExceeded());
+    }, budgetMs);
+  });
   try {
-    return await begin(mode, async (tx) => {
-      // Sent ahead of the work's first statement on the same connection (pipelined, no round trip).
-      tx`select set_config('statement_timeout', ${String(budgetMs)}, true),
-                set_config('lock_timeout', ${String(budgetMs)}, true)`.execute();
-      const result = await work(tx);
-      if (deadline.remainingMs() < commitReserveMs) throw DomainError.deadlineExceeded();
-      committing = true;
-      return result;
-    });
+    return await Promise.race([transaction, lateness]);
   } catch (error) {
     if (committing && isConnectionError(error)) {
       throw DomainError.outcomeUnknown(
@@ -129,6 +139,10 @@ async function beginWithin(
     }
     if (error instanceof postgres.PostgresError && deadlineCodes.has(error.code)) throw DomainError.deadlineExceeded();
     throw error;
+  } finally {
+    clearTimeout(timer);
+    // The abandoned transaction still settles (rolled back); its error has been answered.
+    transaction.catch(() => undefined);
   }
 }
 

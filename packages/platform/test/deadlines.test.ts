@@ -93,6 +93,30 @@ describe("transactions under a deadline (createSql)", () => {
     expect(await balance()).toBe(1000);
   });
 
+  it("answer deadline_exceeded by the deadline even while still waiting for a connection, and never commit", async () => {
+    const single = createSql(database.url, { schema: "public", max: 1, applicationName: "deadlines-test-single" });
+    let release: () => void = () => {};
+    const busy = single.begin(
+      () =>
+        new Promise<void>((resolve) => {
+          release = resolve;
+        }),
+    );
+    try {
+      const waiting = withDeadline(Deadline.in(commitReserveMs + 300), () => single.begin(deduct(100)));
+      const error = await failureOf(waiting);
+      expect((error as DomainError).kind).toBe("deadline_exceeded");
+      release();
+      await busy;
+      // The abandoned transaction got its connection afterwards, and rolled back.
+      await sleep(200);
+      expect(await balance()).toBe(1000);
+    } finally {
+      release();
+      await single.end();
+    }
+  });
+
   it("refuse to begin when less than the commit reserve is left", async () => {
     const error = await failureOf(withDeadline(Deadline.in(commitReserveMs - 50), () => sql.begin(deduct(100))));
     expect((error as DomainError).kind).toBe("deadline_exceeded");
