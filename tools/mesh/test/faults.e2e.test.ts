@@ -9,7 +9,7 @@ import {
 import postgres from "postgres";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type Mesh, startMesh } from "../src/mesh.js";
-import { freePort, runTool } from "./helpers.js";
+import { freePort, freeServicePorts, runTool } from "./helpers.js";
 
 /**
  * Failures never lie (contract section 11): the mesh started as processes, with Postgres and
@@ -28,7 +28,10 @@ let cliEnv: NodeJS.ProcessEnv;
 const natsUrl = process.env.NATS_URL ?? "nats://127.0.0.1:4222";
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
-/** kill -9 of the ledger, as a crash; resolves once the process is gone (its port is free). */
+/**
+ * kill -9 of the ledger, as a crash; resolves once the process is gone (its port is free). The
+ * tests restart it themselves with startService, which cancels the launcher's pending restart.
+ */
 async function killLedger(): Promise<void> {
   const pid = mesh.pids.ledger;
   if (!pid) throw new Error("the ledger is not running");
@@ -54,12 +57,7 @@ beforeAll(async () => {
     natsUrl: natsProxy.url(natsUrl),
     host: "127.0.0.1",
     port: await freePort(),
-    servicePorts: {
-      partners: await freePort(),
-      ledger: await freePort(),
-      payouts: await freePort(),
-      notifier: await freePort(),
-    },
+    servicePorts: await freeServicePorts(),
     output: "pipe",
     env: { EVENTS_NAMESPACE: namespace.namespace, KEY_CACHE_TTL_MS: "600000", LOG_LEVEL: "warn" },
   });
@@ -277,12 +275,14 @@ describe("the ledger dying or draining", () => {
     // The request has reserved its key and waits for the payment's lock when the ledger dies.
     await sleep(500);
     await killLedger();
+    const killedAt = Date.now();
+    // Restarted at once (before the launcher's own back-off restart would).
+    const restarted = mesh.startService("ledger");
     const lost = await pending;
     await release();
     expect(lost.status).toBe(504);
     expectTruthfulFailure(lost);
-    const killedAt = Date.now();
-    await mesh.startService("ledger");
+    await restarted;
 
     let answer = await refund(program, externalId, "crash-key");
     while (answer.status === 409 && Date.now() - killedAt < 10_000) {
