@@ -39,3 +39,12 @@ export function currentDeadline(): Deadline | undefined {
 export function withDeadline<T>(deadline: Deadline, work: () => T): T {
   return current.run(deadline, work);
 }
+
+/**
+ * Runs `work` outside the deadline of the RPC being served: for work that outlives the call on
+ * purpose (a saga that goes on after the answer, completed later if need be). Its transactions
+ * and calls are then bounded as any work outside an RPC is: by each call's own deadline.
+ */
+export function withoutDeadline<T>(work: () => T): T {
+  return current.exit(work);
+}

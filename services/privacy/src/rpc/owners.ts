@@ -1,4 +1,4 @@
-import { createRpcTransport } from "@affiliate/platform";
+import { callTimeout, createRpcTransport } from "@affiliate/platform";
 import { ErasureOwnerService, type StoreCount } from "@affiliate/proto/erasure";
 import { type Client, createClient, type Transport } from "@connectrpc/connect";
 import type { ErasureOwner, StoreCounts } from "../domain/ports.js";
@@ -15,11 +15,11 @@ export function erasureOwnerOver(
   return {
     name,
     async erase(customer, erasureId) {
-      const { stores } = await client.eraseCustomer({ ...customer, erasureId }, { timeoutMs });
+      const { stores } = await client.eraseCustomer({ ...customer, erasureId }, callTimeout(timeoutMs));
       return countsOf(stores);
     },
     async find(customer) {
-      const { stores } = await client.findCustomer(customer, { timeoutMs });
+      const { stores } = await client.findCustomer(customer, callTimeout(timeoutMs));
       return countsOf(stores);
     },
   };

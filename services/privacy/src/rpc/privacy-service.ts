@@ -1,4 +1,4 @@
-import { DomainError, type Logger, type Sql } from "@affiliate/platform";
+import { DomainError, type Logger, type Sql, withoutDeadline } from "@affiliate/platform";
 import type { PrivacyService } from "@affiliate/proto/privacy";
 import type { HandlerContext, ServiceImpl } from "@connectrpc/connect";
 import type { EmailKeys } from "../domain/email-keys.js";
@@ -45,7 +45,8 @@ export function createPrivacyService(deps: PrivacyServiceDeps): ServiceImpl<type
      */
     async eraseCustomer(req, context: HandlerContext) {
       const erasureId = await requestErasure(deps, { productId: req.productId, email: req.email });
-      const saga = runErasure(deps, erasureId);
+      // The saga outlives this call on purpose: it is not bound by the caller's deadline.
+      const saga = withoutDeadline(() => runErasure(deps, erasureId));
       saga.catch((error: unknown) =>
         logger.warn({ err: error, erasureId }, "erasure not finished; the resume job will complete it"),
       );
