@@ -3,7 +3,7 @@ import { createFaultProxy, createTestDatabase, type FaultProxy, type TestDatabas
 import { Code, ConnectError, type ConnectRouter, createClient } from "@connectrpc/connect";
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { createSql, type Sql, type TransactionSql } from "../src/db.js";
-import { commitReserveMs, currentDeadline, Deadline, withDeadline } from "../src/deadline.js";
+import { commitReserveMs, currentDeadline, Deadline, withDeadline, withoutDeadline } from "../src/deadline.js";
 import { DomainError, isOutcomeUnknown } from "../src/errors.js";
 import { asRead, createRpcTransport, type RpcServer, startRpcServer } from "../src/rpc.js";
 import { silentLogger, sleep } from "./helpers.js";
@@ -121,6 +121,23 @@ describe("transactions under a deadline (createSql)", () => {
     const error = await failureOf(withDeadline(Deadline.in(commitReserveMs - 50), () => sql.begin(deduct(100))));
     expect((error as DomainError).kind).toBe("deadline_exceeded");
     expect(await balance()).toBe(1000);
+  });
+
+  it("leave work that outlives the call (withoutDeadline) unbounded by the call's deadline", async () => {
+    const seen = withDeadline(Deadline.in(100), () => [currentDeadline(), withoutDeadline(() => currentDeadline())]);
+    expect(seen[0]).toBeInstanceOf(Deadline);
+    expect(seen[1]).toBeUndefined();
+    // Begun after the call's deadline has passed: refused inside it, applied outside it.
+    const late = (run: <T>(work: () => T) => T) =>
+      withDeadline(Deadline.in(commitReserveMs + 50), () =>
+        run(async () => {
+          await sleep(100);
+          return sql.begin(deduct(100));
+        }),
+      );
+    expect(((await failureOf(late((work) => work()))) as DomainError).kind).toBe("deadline_exceeded");
+    await late(withoutDeadline);
+    expect(await balance()).toBe(900);
   });
 
   it("commit normally within the deadline, and without one", async () => {
