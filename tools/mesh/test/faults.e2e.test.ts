@@ -9,7 +9,7 @@ import {
 import postgres from "postgres";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type Mesh, startMesh } from "../src/mesh.js";
-import { freePort, freeServicePorts, runTool } from "./helpers.js";
+import { freeMetricsPorts, freePort, freeServicePorts, runTool } from "./helpers.js";
 
 /**
  * Failures never lie (contract section 11): the mesh started as processes, with Postgres and
@@ -58,6 +58,7 @@ beforeAll(async () => {
     host: "127.0.0.1",
     port: await freePort(),
     servicePorts: await freeServicePorts(),
+    metricsPorts: await freeMetricsPorts(),
     output: "pipe",
     env: { EVENTS_NAMESPACE: namespace.namespace, KEY_CACHE_TTL_MS: "600000", LOG_LEVEL: "warn" },
   });
