@@ -1,4 +1,4 @@
-import { ErrorInfoSchema, FieldViolationsSchema } from "@affiliate/proto/common";
+import { ErrorInfoSchema, FieldViolationsSchema, type Status, StatusSchema } from "@affiliate/proto/common";
 import type { JsonObject } from "@bufbuild/protobuf";
 import { create } from "@bufbuild/protobuf";
 import { Code, ConnectError } from "@connectrpc/connect";
@@ -97,28 +97,45 @@ export function isOutcomeUnknown(error: ConnectError): boolean {
 
 type OutgoingDetails = NonNullable<ConstructorParameters<typeof ConnectError>[3]>;
 
+/** The FieldViolations and ErrorInfo a DomainError carries, when it has them. */
+function detailsOf(error: DomainError) {
+  const violations = Object.entries(error.fieldErrors).flatMap(([field, messages]) =>
+    messages.map((description) => ({ field, description })),
+  );
+  return {
+    fieldViolations:
+      violations.length > 0 || error.formErrors.length > 0
+        ? create(FieldViolationsSchema, { fieldViolations: violations, formErrors: error.formErrors })
+        : undefined,
+    errorInfo:
+      error.reason !== undefined
+        ? create(ErrorInfoSchema, { reason: error.reason, details: error.details ?? {} })
+        : undefined,
+  };
+}
+
 /**
  * The ConnectError a DomainError travels as: field errors ride as a FieldViolations detail, a
  * reason with public details as an ErrorInfo detail.
  */
 export function toConnectError(error: DomainError): ConnectError {
+  return connectErrorOfStatus(toStatus(error));
+}
+
+/**
+ * A DomainError as a Status message: the outcome of one item of a batch whose items fail alone.
+ * `connectErrorOfStatus` turns it back into exactly the error `toConnectError` makes.
+ */
+export function toStatus(error: DomainError): Status {
+  return create(StatusSchema, { code: codeOf[error.kind], message: error.message, ...detailsOf(error) });
+}
+
+/** The ConnectError an item's Status stands for: the one its own call would have failed with. */
+export function connectErrorOfStatus(status: Status): ConnectError {
   const details: OutgoingDetails = [];
-  const violations = Object.entries(error.fieldErrors).flatMap(([field, messages]) =>
-    messages.map((description) => ({ field, description })),
-  );
-  if (violations.length > 0 || error.formErrors.length > 0) {
-    details.push({
-      desc: FieldViolationsSchema,
-      value: create(FieldViolationsSchema, { fieldViolations: violations, formErrors: error.formErrors }),
-    });
-  }
-  if (error.reason !== undefined) {
-    details.push({
-      desc: ErrorInfoSchema,
-      value: create(ErrorInfoSchema, { reason: error.reason, details: error.details ?? {} }),
-    });
-  }
-  return new ConnectError(error.message, codeOf[error.kind], undefined, details);
+  if (status.fieldViolations) details.push({ desc: FieldViolationsSchema, value: status.fieldViolations });
+  if (status.errorInfo) details.push({ desc: ErrorInfoSchema, value: status.errorInfo });
+  return new ConnectError(status.message, status.code as Code, undefined, details);
 }
 
 /** The reason and public details carried by a ConnectError, or undefined when it has none. */

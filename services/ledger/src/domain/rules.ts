@@ -1,5 +1,5 @@
 import { randomBytes } from "node:crypto";
-import { characterCount, DomainError, type FieldErrors, isValidEmail, normalizeEmail } from "@affiliate/platform";
+import { characterCount, type FieldErrors, isValidEmail, normalizeEmail } from "@affiliate/platform";
 import type { TrackInput } from "./types.js";
 
 export const maxFutureSkewMs = 5 * 60 * 1000;
@@ -72,9 +72,4 @@ export function trackErrors(input: TrackInput, now: Date): FieldErrors {
     else if (at < now.getTime() - maxPastMs) add("occurred_at", "Must not be more than 400 days in the past");
   }
   return errors;
-}
-
-export function assertValidTrack(input: TrackInput, now: Date): void {
-  const errors = trackErrors(input, now);
-  if (Object.keys(errors).length > 0) throw new DomainError("invalid_argument", "Validation failed", errors);
 }

@@ -1,4 +1,4 @@
-import { enqueueEvent, newId, type Queryable } from "@affiliate/platform";
+import { enqueueEvent, enqueueEvents, newId, type Queryable } from "@affiliate/platform";
 import { type EventType, ledgerEvents } from "@affiliate/proto/events";
 import { create } from "@bufbuild/protobuf";
 import { timestampNow } from "@bufbuild/protobuf/wkt";
@@ -16,22 +16,38 @@ function commissionWithoutPersonalData(commission: Commission) {
   return { ...commissionToProto(commission), customerEmail: undefined, reason: "" };
 }
 
+type CommissionEventKind = "commissionCreated" | "commissionApproved" | "commissionRejected";
+
+/** The registry entry of a commission event: one type for the three, they share their fields. */
+const commissionEventType = (kind: CommissionEventKind): EventType<(typeof ledgerEvents)[typeof kind]["schema"]> =>
+  ledgerEvents[kind];
+
+const commissionEvent = (kind: CommissionEventKind, commission: Commission) =>
+  create(commissionEventType(kind).schema, {
+    id: newId("evt"),
+    occurredAt: timestampNow(),
+    commission: commissionWithoutPersonalData(commission),
+  });
+
 /** Writes a commission event into the outbox of the caller's transaction. */
 export function enqueueCommissionEvent(
   tx: Queryable,
-  kind: "commissionCreated" | "commissionApproved" | "commissionRejected",
+  kind: CommissionEventKind,
   commission: Commission,
 ): Promise<void> {
-  // One type for the three events: they share their fields.
-  const event: EventType<(typeof ledgerEvents)[typeof kind]["schema"]> = ledgerEvents[kind];
-  return enqueueEvent(
+  return enqueueEvent(tx, commissionEventType(kind), commissionEvent(kind, commission));
+}
+
+/** Writes one commission event per commission into the outbox of `tx`, with one statement. */
+export function enqueueCommissionEvents(
+  tx: Queryable,
+  kind: CommissionEventKind,
+  commissions: Commission[],
+): Promise<void> {
+  return enqueueEvents(
     tx,
-    event,
-    create(event.schema, {
-      id: newId("evt"),
-      occurredAt: timestampNow(),
-      commission: commissionWithoutPersonalData(commission),
-    }),
+    commissionEventType(kind),
+    commissions.map((commission) => commissionEvent(kind, commission)),
   );
 }
 

@@ -2,32 +2,33 @@ import { DomainError, type PageTokens } from "@affiliate/platform";
 import {
   CommissionAction,
   CommissionStatus as CommissionStatusProto,
-  EventType as EventTypeProto,
   type LedgerService,
   PartnershipStatsSchema,
   type Period,
 } from "@affiliate/proto/ledger";
 import { create } from "@bufbuild/protobuf";
-import { timestampDate } from "@bufbuild/protobuf/wkt";
 import type { ServiceImpl } from "@connectrpc/connect";
 import { listCommissionsPage } from "../domain/list-commissions.js";
 import { claimCommissions, listPayableBalances, releaseCommissions } from "../domain/payout-claims.js";
 import { type PaymentIdentification, refundPayment } from "../domain/refund-payment.js";
 import { getStats, getTimeseries } from "../domain/stats.js";
+import { assertBatchSize, type TrackOutcome, trackBatch } from "../domain/track-batch.js";
 import { type TrackDeps, trackEvent } from "../domain/track-event.js";
+import type { TrackInput } from "../domain/types.js";
 import { updateCommission } from "../domain/update-commission.js";
 import { getCommissionOrThrow } from "../store/commissions.js";
 import { partnershipStats } from "../store/rollups.js";
 import {
   commissionStatusToProto,
   commissionToProto,
-  eventTypeToProto,
   fromProtoEnum,
   metricsToProto,
   periodFromProto,
   refundResultToProto,
   timeseriesToProto,
-  trackedEventToProto,
+  trackInputFromProto,
+  trackOutcomeToProto,
+  trackResultToProto,
 } from "./mappers.js";
 
 export interface LedgerServiceDeps extends TrackDeps {
@@ -47,25 +48,28 @@ export function createLedgerService(deps: LedgerServiceDeps): ServiceImpl<typeof
   const { sql, pageTokens, clock } = deps;
   return {
     async track(req) {
-      const type = fromProtoEnum(eventTypeToProto, req.type);
-      if (!type || req.type === EventTypeProto.UNSPECIFIED) {
-        throw DomainError.invalidField("type", "Type must be click, signup or payment");
-      }
-      const result = await trackEvent(deps, {
-        productId: req.productId,
-        testMode: req.testMode,
-        type,
-        referralCode: req.referralCode,
-        visitorId: req.visitorId,
-        customerEmail: req.customerEmail,
-        providerCustomerId: req.providerCustomerId,
-        amountCents: toNumber(req.amountCents),
-        externalId: req.externalId,
-        occurredAt: req.occurredAt ? timestampDate(req.occurredAt) : undefined,
-        ip: req.ip,
-        userAgent: req.userAgent,
+      return trackResultToProto(await trackEvent(deps, trackInputFromProto(req)));
+    },
+
+    async trackBatch(req) {
+      assertBatchSize(req.events.length);
+      // An event with a bad type fails alone, like any other invalid event.
+      const decoded = req.events.map((event) => {
+        try {
+          return trackInputFromProto(event);
+        } catch (error) {
+          if (error instanceof DomainError) return error;
+          throw error;
+        }
       });
-      return { event: trackedEventToProto(result.event), replayed: result.replayed };
+      const inputs = decoded.filter((event): event is TrackInput => !(event instanceof DomainError));
+      const outcomes = inputs.length > 0 ? await trackBatch(deps, inputs) : [];
+      let next = 0;
+      return {
+        results: decoded.map((event) =>
+          trackOutcomeToProto(event instanceof DomainError ? event : (outcomes[next++] as TrackOutcome)),
+        ),
+      };
     },
 
     async getCommission(req) {

@@ -1,3 +1,4 @@
+import { DomainError, toStatus } from "@affiliate/platform";
 import {
   type Commission as CommissionProto,
   CommissionSchema,
@@ -9,13 +10,27 @@ import {
   Period as PeriodProto,
   type RefundResult as RefundResultProto,
   RefundResultSchema,
+  type TrackBatchResult,
+  TrackBatchResultSchema,
   type TrackedEvent as TrackedEventProto,
   TrackedEventSchema,
+  type TrackRequest,
+  type TrackResponseSchema,
 } from "@affiliate/proto/ledger";
 import { create, type MessageInitShape } from "@bufbuild/protobuf";
-import { timestampFromDate } from "@bufbuild/protobuf/wkt";
+import { timestampDate, timestampFromDate } from "@bufbuild/protobuf/wkt";
 import type { RefundResult } from "../domain/refund-payment.js";
-import type { Commission, CommissionStatus, EventType, Metrics, Period, TrackedEvent } from "../domain/types.js";
+import type { TrackOutcome } from "../domain/track-batch.js";
+import type { TrackResult } from "../domain/track-event.js";
+import type {
+  Commission,
+  CommissionStatus,
+  EventType,
+  Metrics,
+  Period,
+  TrackedEvent,
+  TrackInput,
+} from "../domain/types.js";
 
 export const commissionStatusToProto: Record<CommissionStatus, CommissionStatusProto> = {
   pending: CommissionStatusProto.PENDING,
@@ -61,6 +76,39 @@ export function commissionToProto(c: Commission): CommissionProto {
     eventId: c.eventId,
     reason: c.reason ?? "",
   });
+}
+
+/** A Track request (alone or in a batch) as the domain's input; INVALID_ARGUMENT for a bad type. */
+export function trackInputFromProto(req: TrackRequest): TrackInput {
+  const type = fromProtoEnum(eventTypeToProto, req.type);
+  if (!type) throw DomainError.invalidField("type", "Type must be click, signup or payment");
+  return {
+    productId: req.productId,
+    testMode: req.testMode,
+    type,
+    referralCode: req.referralCode,
+    visitorId: req.visitorId,
+    customerEmail: req.customerEmail,
+    providerCustomerId: req.providerCustomerId,
+    amountCents: req.amountCents === undefined ? undefined : Number(req.amountCents),
+    externalId: req.externalId,
+    occurredAt: req.occurredAt ? timestampDate(req.occurredAt) : undefined,
+    ip: req.ip,
+    userAgent: req.userAgent,
+  };
+}
+
+export function trackResultToProto(result: TrackResult): MessageInitShape<typeof TrackResponseSchema> {
+  return { event: trackedEventToProto(result.event), replayed: result.replayed };
+}
+
+/** One event's outcome in a batch: its Track response, or its error as a Status. */
+export function trackOutcomeToProto(outcome: TrackOutcome | DomainError): TrackBatchResult {
+  if (outcome instanceof DomainError)
+    return create(TrackBatchResultSchema, { outcome: { case: "error", value: toStatus(outcome) } });
+  if (outcome.error)
+    return create(TrackBatchResultSchema, { outcome: { case: "error", value: toStatus(outcome.error) } });
+  return create(TrackBatchResultSchema, { outcome: { case: "tracked", value: trackResultToProto(outcome.result) } });
 }
 
 export function trackedEventToProto(e: TrackedEvent): TrackedEventProto {

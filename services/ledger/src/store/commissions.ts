@@ -25,7 +25,7 @@ export interface NewCommission {
   paymentOccurredAt: Date;
 }
 
-/** Inserts a payment's commissions and returns them as stored (level 1 first), in one statement. */
+/** Inserts commissions (of any number of payments) and returns them as stored, in one statement. */
 export async function insertCommissions(sql: Queryable, commissions: NewCommission[]): Promise<Commission[]> {
   if (commissions.length === 0) return [];
   return sql<Commission[]>`
@@ -56,8 +56,10 @@ export async function getCommissionOrThrow(sql: Queryable, productId: string, id
   return row;
 }
 
-export async function getCommissionsOfEvent(sql: Queryable, eventId: string): Promise<Commission[]> {
-  return sql<Commission[]>`${selectCommission(sql)} where c.event_id = ${eventId} order by c.level`;
+/** The commissions of these payments, level 1 before level 2 within each payment. */
+export async function getCommissionsOfEvents(sql: Queryable, eventIds: string[]): Promise<Commission[]> {
+  if (eventIds.length === 0) return [];
+  return sql<Commission[]>`${selectCommission(sql)} where c.event_id in ${sql(eventIds)} order by c.event_id, c.level`;
 }
 
 /** The payment's commissions, locked, level 1 first (the order every locker of a family uses). */

@@ -23,96 +23,126 @@ export interface StoredEvent extends EventRow {
   simulatedCommissions?: CommissionSummary[];
 }
 
+/** A stored event's columns, as EventRow names them. */
+const eventColumns = (sql: Queryable) => sql`
+  id, product_id, event_type, partnership_id, visitor_id, customer_email, provider_customer_id, amount_cents,
+  external_id, ip, user_agent, occurred_at`;
+
 /**
- * Inserts the event unless a payment with its external_id exists; then returns undefined and the
- * caller reads the original. Concurrent inserts of one external_id wait for each other on the
- * unique index, so exactly one wins.
+ * Inserts the events with one statement, except payments whose external_id is already recorded
+ * for their product; returns the ids of the rows inserted (the caller reads the originals of the
+ * others). Concurrent inserts of one external_id wait for each other on the unique index, so
+ * exactly one wins. Rows go in by (product, external_id): two writers that share several
+ * external_ids take those index entries in the same order and cannot deadlock.
  */
-export async function insertEventUnlessReplay(
+export async function insertEventsUnlessReplay(
   sql: Queryable,
   testMode: boolean,
-  event: EventRow & { simulatedCommissions?: CommissionSummary[] },
-): Promise<boolean> {
-  const columns: Record<string, unknown> = {
-    id: event.id,
-    product_id: event.productId,
-    event_type: event.eventType,
-    partnership_id: event.partnershipId,
-    visitor_id: event.visitorId,
-    customer_email: event.customerEmail,
-    provider_customer_id: event.providerCustomerId,
-    amount_cents: event.amountCents,
-    external_id: event.externalId,
-    ip: event.ip,
-    user_agent: event.userAgent,
-    occurred_at: event.occurredAt,
-  };
-  if (testMode) columns.simulated_commissions = sql.json((event.simulatedCommissions ?? []) as never);
-  const rows = await sql`
-    insert into ${sql(eventsTable(testMode))} ${sql(columns)}
+  events: (EventRow & { simulatedCommissions?: CommissionSummary[] })[],
+): Promise<Set<string>> {
+  if (events.length === 0) return new Set();
+  const byExternalId = (e: EventRow) => (e.externalId === null ? "\uffff" : `${e.productId}\u0000${e.externalId}`);
+  const rows = [...events]
+    .sort((a, b) => (byExternalId(a) < byExternalId(b) ? -1 : byExternalId(a) > byExternalId(b) ? 1 : 0))
+    .map((event) => {
+      const columns: Record<string, unknown> = {
+        id: event.id,
+        product_id: event.productId,
+        event_type: event.eventType,
+        partnership_id: event.partnershipId,
+        visitor_id: event.visitorId,
+        customer_email: event.customerEmail,
+        provider_customer_id: event.providerCustomerId,
+        amount_cents: event.amountCents,
+        external_id: event.externalId,
+        ip: event.ip,
+        user_agent: event.userAgent,
+        occurred_at: event.occurredAt,
+      };
+      if (testMode) columns.simulated_commissions = sql.json((event.simulatedCommissions ?? []) as never);
+      return columns;
+    });
+  const inserted = await sql<{ id: string }[]>`
+    insert into ${sql(eventsTable(testMode))} ${sql(rows)}
     on conflict (product_id, external_id) where external_id is not null do nothing
     returning id`;
-  return rows.length === 1;
+  return new Set(inserted.map((row) => row.id));
 }
 
-export async function findPaymentByExternalId(
+/** The recorded payments with these (product, external_id) pairs; pairs with none are absent. */
+export async function findPaymentsByExternalIds(
   sql: Queryable,
   testMode: boolean,
-  productId: string,
-  externalId: string,
-): Promise<StoredEvent | undefined> {
-  const [row] = await sql<StoredEvent[]>`
-    select id, product_id, event_type, partnership_id, visitor_id, customer_email, provider_customer_id,
-           amount_cents, external_id, ip, user_agent, occurred_at
-           ${testMode ? sql`, simulated_commissions` : sql``}
+  keys: { productId: string; externalId: string }[],
+): Promise<StoredEvent[]> {
+  if (keys.length === 0) return [];
+  return sql<StoredEvent[]>`
+    select ${eventColumns(sql)} ${testMode ? sql`, simulated_commissions` : sql``}
     from ${sql(eventsTable(testMode))}
-    where product_id = ${productId} and external_id = ${externalId}`;
-  return row;
+    where (product_id, external_id) in (
+      select * from unnest(${keys.map((k) => k.productId)}::text[], ${keys.map((k) => k.externalId)}::text[]))`;
 }
 
-/** The partnership of the customer's latest attributed signup not after `before`. */
-export async function findSignupPartnership(
+/** A stored signup or click that may credit a later event: its partnership and when it happened. */
+export interface Referral {
+  partnershipId: string;
+  occurredAt: Date;
+}
+
+/**
+ * For each query, the customer's latest attributed signup not after `before` (by
+ * provider_customer_id or email, whichever is later), or undefined: one statement for them all.
+ */
+export async function latestSignups(
   sql: Queryable,
   testMode: boolean,
-  query: {
-    productId: string;
-    providerCustomerId?: string | undefined;
-    customerEmail?: string | undefined;
-    before: Date;
-  },
-): Promise<string | undefined> {
+  queries: { productId: string; providerCustomerId: string | null; customerEmail: string | null; before: Date }[],
+): Promise<(Referral | undefined)[]> {
+  if (queries.length === 0) return [];
   const table = sql(eventsTable(testMode));
-  const byId = query.providerCustomerId
-    ? sql`(select partnership_id, occurred_at from ${table}
-           where product_id = ${query.productId} and event_type = 'signup'
-             and provider_customer_id = ${query.providerCustomerId} and occurred_at <= ${query.before}
-             and partnership_id is not null
-           order by occurred_at desc limit 1)`
-    : undefined;
-  const byEmail = query.customerEmail
-    ? sql`(select partnership_id, occurred_at from ${table}
-           where product_id = ${query.productId} and event_type = 'signup'
-             and customer_email = ${query.customerEmail} and occurred_at <= ${query.before}
-             and partnership_id is not null
-           order by occurred_at desc limit 1)`
-    : undefined;
-  const latest = byId && byEmail ? sql`${byId} union all ${byEmail}` : (byId ?? byEmail);
-  if (!latest) return undefined;
-  const [row] = await sql<{ partnershipId: string }[]>`
-    select partnership_id from (${latest}) latest order by occurred_at desc limit 1`;
-  return row?.partnershipId;
+  const rows = await sql<(Referral & { position: number })[]>`
+    select q.position, s.partnership_id, s.occurred_at
+    from unnest(${queries.map((_, i) => i)}::int[], ${queries.map((q) => q.productId)}::text[],
+                ${queries.map((q) => q.providerCustomerId)}::text[], ${queries.map((q) => q.customerEmail)}::text[],
+                ${queries.map((q) => q.before.toISOString())}::timestamptz[])
+      as q (position, product_id, provider_customer_id, customer_email, before)
+    cross join lateral (
+      select partnership_id, occurred_at from (
+        (select partnership_id, occurred_at from ${table}
+         where product_id = q.product_id and event_type = 'signup' and provider_customer_id = q.provider_customer_id
+           and occurred_at <= q.before and partnership_id is not null
+         order by occurred_at desc limit 1)
+        union all
+        (select partnership_id, occurred_at from ${table}
+         where product_id = q.product_id and event_type = 'signup' and customer_email = q.customer_email
+           and occurred_at <= q.before and partnership_id is not null
+         order by occurred_at desc limit 1)
+      ) latest order by occurred_at desc limit 1
+    ) s`;
+  const found: (Referral | undefined)[] = queries.map(() => undefined);
+  for (const { position, ...referral } of rows) found[position] = referral;
+  return found;
 }
 
-/** The visitor's latest click not after `before`, with its partnership and time. */
-export async function findClickPartnership(
+/** For each query, the visitor's latest attributed click not after `before`: one statement. */
+export async function latestClicks(
   sql: Queryable,
   testMode: boolean,
-  query: { productId: string; visitorId: string; before: Date },
-): Promise<{ partnershipId: string; occurredAt: Date } | undefined> {
-  const [row] = await sql<{ partnershipId: string; occurredAt: Date }[]>`
-    select partnership_id, occurred_at from ${sql(eventsTable(testMode))}
-    where product_id = ${query.productId} and event_type = 'click' and visitor_id = ${query.visitorId}
-      and occurred_at <= ${query.before} and partnership_id is not null
-    order by occurred_at desc limit 1`;
-  return row;
+  queries: { productId: string; visitorId: string; before: Date }[],
+): Promise<(Referral | undefined)[]> {
+  if (queries.length === 0) return [];
+  const rows = await sql<(Referral & { position: number })[]>`
+    select q.position, c.partnership_id, c.occurred_at
+    from unnest(${queries.map((_, i) => i)}::int[], ${queries.map((q) => q.productId)}::text[],
+                ${queries.map((q) => q.visitorId)}::text[], ${queries.map((q) => q.before.toISOString())}::timestamptz[])
+      as q (position, product_id, visitor_id, before)
+    cross join lateral (
+      select partnership_id, occurred_at from ${sql(eventsTable(testMode))}
+      where product_id = q.product_id and event_type = 'click' and visitor_id = q.visitor_id
+        and occurred_at <= q.before and partnership_id is not null
+      order by occurred_at desc limit 1
+    ) c`;
+  const found: (Referral | undefined)[] = queries.map(() => undefined);
+  for (const { position, ...referral } of rows) found[position] = referral;
+  return found;
 }

@@ -1,0 +1,364 @@
+import { DomainError, newId, normalizeEmail, type TransactionSql } from "@affiliate/platform";
+import { enqueueCommissionEvents } from "../events/outbox.js";
+import { getCommissionsOfEvents, insertCommissions, type NewCommission } from "../store/commissions.js";
+import {
+  type EventRow,
+  findPaymentsByExternalIds,
+  insertEventsUnlessReplay,
+  type StoredEvent,
+} from "../store/events.js";
+import { attributeInOrder, BatchDirectory } from "./attribute.js";
+import { recordCommissionChange } from "./commission-changes.js";
+import { commissionAmount } from "./money.js";
+import { RollupChanges } from "./rollup-changes.js";
+import { newVisitorId, trackErrors } from "./rules.js";
+import type { TrackDeps, TrackResult } from "./track-event.js";
+import type { Attribution, CommissionSummary, TrackedEvent, TrackInput } from "./types.js";
+
+/** The most events one TrackBatch call takes (contract section 5a). */
+export const maxBatchEvents = 500;
+
+/** One event's answer: what Track would have returned, or the error it would have thrown. */
+export type TrackOutcome = { result: TrackResult; error?: undefined } | { error: DomainError; result?: undefined };
+
+/** INVALID_ARGUMENT unless 1 to maxBatchEvents events. */
+export function assertBatchSize(count: number): void {
+  if (count < 1 || count > maxBatchEvents) {
+    throw DomainError.invalidField("events", `Send 1 to ${maxBatchEvents} events per batch`);
+  }
+}
+
+const dayMs = 24 * 3600 * 1000;
+
+/** An event of the batch, normalised, with its position in the request. */
+interface Pending {
+  position: number;
+  input: TrackInput;
+  occurredAt: Date;
+  customerEmail: string | undefined;
+  visitorId: string | undefined;
+}
+
+/**
+ * Records events (contract sections 5 and 5a) as if each were sent alone, in order, and answers
+ * each with its own outcome. An invalid event, or a click on a dead link, fails alone: everything
+ * is validated and attributed before anything is written. Then all the live events, their
+ * commissions (level 1 for an active partnership, level 2 for its active sponsor), the rollup
+ * changes and the commission.created events are written in one transaction with one statement
+ * each (one upsert per rollup row the batch touches); sandbox events are one insert into their
+ * own table and only say what they would have created.
+ *
+ * Replays: a payment whose external_id is already recorded answers the original (200) without
+ * being attributed again; the same external_id later in the batch, or in a concurrent call (the
+ * insert's ON CONFLICT decides), is a replay of the first.
+ */
+export async function trackBatch(deps: TrackDeps, inputs: TrackInput[]): Promise<TrackOutcome[]> {
+  assertBatchSize(inputs.length);
+  const now = deps.clock();
+  const outcomes: TrackOutcome[] = new Array(inputs.length);
+  const valid: Record<"live" | "sandbox", Pending[]> = { live: [], sandbox: [] };
+  for (const [position, input] of inputs.entries()) {
+    const errors = trackErrors(input, now);
+    if (Object.keys(errors).length > 0) {
+      outcomes[position] = { error: new DomainError("invalid_argument", "Validation failed", errors) };
+      continue;
+    }
+    valid[input.testMode ? "sandbox" : "live"].push({
+      position,
+      input,
+      occurredAt: input.occurredAt ?? now,
+      customerEmail: input.customerEmail === undefined ? undefined : normalizeEmail(input.customerEmail),
+      visitorId: input.visitorId ?? (input.type === "click" ? newVisitorId() : undefined),
+    });
+  }
+  const partners = new BatchDirectory(deps.partners);
+  await Promise.all([
+    recordAll({ ...deps, partners, now, testMode: false }, valid.live, outcomes),
+    recordAll({ ...deps, partners, now, testMode: true }, valid.sandbox, outcomes),
+  ]);
+  return outcomes;
+}
+
+interface ModeDeps extends Omit<TrackDeps, "partners" | "clock"> {
+  partners: BatchDirectory;
+  now: Date;
+  testMode: boolean;
+}
+
+const paymentKey = (input: TrackInput) =>
+  input.type === "payment" && input.externalId !== undefined
+    ? `${input.productId}\u0000${input.externalId}`
+    : undefined;
+
+/** Records the valid events of one mode (live or sandbox), filling in their outcomes. */
+async function recordAll(deps: ModeDeps, events: Pending[], outcomes: TrackOutcome[]): Promise<void> {
+  if (events.length === 0) return;
+  const { sql, testMode } = deps;
+
+  // A payment's external_id seen before in the batch: answered after the first is settled.
+  const firstOfKey = new Map<string, Pending>();
+  const repeats: { event: Pending; first: Pending }[] = [];
+  const firsts: Pending[] = [];
+  for (const event of events) {
+    const key = paymentKey(event.input);
+    const first = key === undefined ? undefined : firstOfKey.get(key);
+    if (key !== undefined && first) repeats.push({ event, first });
+    else {
+      if (key !== undefined) firstOfKey.set(key, event);
+      firsts.push(event);
+    }
+  }
+
+  // A retried payment is answered from the original without attributing it again: retries come
+  // when something is flaky, and attribution may need partners.
+  const stored = await replaysOf(sql, testMode, firsts);
+  const fresh = firsts.filter((event) => {
+    const original = stored.get(paymentKey(event.input) ?? "");
+    if (original) outcomes[event.position] = { result: original };
+    return !original;
+  });
+
+  const attributions = await attributeInOrder(
+    sql,
+    deps.partners,
+    testMode,
+    fresh.map((e) => ({
+      ...e.input,
+      occurredAt: e.occurredAt,
+      customerEmail: e.customerEmail,
+      visitorId: e.visitorId,
+    })),
+  );
+  // Sponsors asked for together too, before commissions are planned one by one.
+  await Promise.all(
+    attributions.map((a, i) =>
+      a?.activeSponsorPartnershipId
+        ? deps.partners.byPartnershipId(fresh[i]?.input.productId ?? "", a.activeSponsorPartnershipId)
+        : undefined,
+    ),
+  );
+  const planned: Planned[] = [];
+  for (const [i, pending] of fresh.entries()) {
+    const attribution = attributions[i];
+    if (pending.input.type === "click" && attribution?.status !== "active") {
+      // Removed, rejected or pending partnerships take no clicks: their links are dead.
+      outcomes[pending.position] = { error: new DomainError("not_found", "Unknown referral code") };
+      continue;
+    }
+    const row = eventRow(pending, attribution);
+    const commissions =
+      row.eventType === "payment" && attribution?.status === "active"
+        ? await planCommissions(deps, row, attribution)
+        : [];
+    planned.push({ pending, row, commissions });
+  }
+
+  const recorded = testMode ? await writeSandbox(deps, planned) : await sql.begin((tx) => writeLive(tx, planned));
+  for (const { pending } of planned) {
+    const result = recorded.get(pending.position);
+    outcomes[pending.position] = result
+      ? { result }
+      : { error: new DomainError("aborted", "The payment was recorded concurrently; retry the request") };
+  }
+  for (const { event, first } of repeats) {
+    // Settled above: every first occurrence is either a replay or in `planned`.
+    const original = outcomes[first.position] as TrackOutcome;
+    outcomes[event.position] = original.result
+      ? { result: { event: original.result.event, replayed: true } }
+      : original;
+  }
+}
+
+function eventRow(pending: Pending, attribution: Attribution | undefined): EventRow {
+  const { input } = pending;
+  return {
+    id: newId("evt"),
+    productId: input.productId,
+    eventType: input.type,
+    partnershipId: attribution?.partnershipId ?? null,
+    visitorId: pending.visitorId ?? null,
+    customerEmail: pending.customerEmail ?? null,
+    providerCustomerId: input.providerCustomerId ?? null,
+    amountCents: input.amountCents ?? null,
+    externalId: input.externalId ?? null,
+    ip: input.ip ?? null,
+    userAgent: input.userAgent ?? null,
+    occurredAt: pending.occurredAt,
+  };
+}
+
+/** Level 1 for the partnership; level 2 for its sponsor when the sponsor is active. */
+async function planCommissions(deps: ModeDeps, event: EventRow, attribution: Attribution): Promise<NewCommission[]> {
+  const payment = event.amountCents ?? 0;
+  const holdUntil = new Date(event.occurredAt.getTime() + attribution.program.holdDays * dayMs);
+  const status = holdUntil <= deps.now ? "approved" : "pending";
+  const common = {
+    productId: event.productId,
+    eventId: event.id,
+    status,
+    holdUntil,
+    paymentAmountCents: payment,
+    paymentOccurredAt: event.occurredAt,
+  } as const;
+  const levelOne: NewCommission = {
+    ...common,
+    id: newId("com"),
+    partnershipId: attribution.partnershipId,
+    level: 1,
+    parentCommissionId: null,
+    amountCents: commissionAmount(payment, attribution.program.commissionRateBps),
+    referralCode: attribution.referralCode,
+  };
+  const sponsor = attribution.activeSponsorPartnershipId
+    ? await deps.partners.byPartnershipId(event.productId, attribution.activeSponsorPartnershipId)
+    : undefined;
+  if (sponsor?.status !== "active") return [levelOne];
+  return [
+    levelOne,
+    {
+      ...common,
+      id: newId("com"),
+      partnershipId: sponsor.partnershipId,
+      level: 2,
+      parentCommissionId: levelOne.id,
+      amountCents: commissionAmount(payment, attribution.program.tier2RateBps),
+      referralCode: sponsor.referralCode,
+    },
+  ];
+}
+
+const summaryOf = ({ id, level, amountCents, status }: CommissionSummary): CommissionSummary => ({
+  id,
+  level,
+  amountCents,
+  status,
+});
+
+type Planned = { pending: Pending; row: EventRow; commissions: NewCommission[] };
+
+/**
+ * The live writes, in one transaction: the events first (their ON CONFLICT decides which
+ * payments are replays), then the commissions of the events inserted, then the outbox rows and
+ * the rollups, issued together (postgres.js pipelines them in issue order). Rollup rows are the
+ * hot ones, so they come last: their locks are held from this round trip to COMMIT.
+ */
+async function writeLive(tx: TransactionSql, planned: Planned[]): Promise<Map<number, TrackResult>> {
+  const inserted = await insertEventsUnlessReplay(
+    tx,
+    false,
+    planned.map((p) => p.row),
+  );
+  const kept = planned.filter((p) => inserted.has(p.row.id));
+  const commissions = kept.flatMap((p) => p.commissions);
+  const created = await insertCommissions(tx, commissions);
+  const changes = new RollupChanges();
+  for (const { row, commissions: own } of kept) addEventToRollups(changes, row, own);
+  await Promise.all([enqueueCommissionEvents(tx, "commissionCreated", created), changes.flush(tx)]);
+
+  const results = new Map<number, TrackResult>();
+  for (const { pending, row, commissions: own } of kept) {
+    results.set(pending.position, { event: trackedEvent(row, false, own.map(summaryOf)), replayed: false });
+  }
+  const lost = planned.filter((p) => !inserted.has(p.row.id));
+  const originals = await replaysOf(
+    tx,
+    false,
+    lost.map((p) => p.pending),
+  );
+  for (const { pending } of lost) {
+    const original = originals.get(paymentKey(pending.input) ?? "");
+    if (original) results.set(pending.position, original);
+  }
+  return results;
+}
+
+/** Sandbox events: one insert into their own table, with what they would have created. */
+async function writeSandbox(deps: ModeDeps, planned: Planned[]): Promise<Map<number, TrackResult>> {
+  const rows = planned.map((p) => ({
+    ...p.row,
+    simulatedCommissions: p.commissions.map((c) => ({ ...summaryOf(c), id: null })),
+  }));
+  const inserted = await insertEventsUnlessReplay(deps.sql, true, rows);
+  const results = new Map<number, TrackResult>();
+  for (const [i, { pending }] of planned.entries()) {
+    const row = rows[i];
+    if (row && inserted.has(row.id)) {
+      results.set(pending.position, { event: trackedEvent(row, true, row.simulatedCommissions), replayed: false });
+    }
+  }
+  const lost = planned.filter((p) => !inserted.has(p.row.id));
+  const originals = await replaysOf(
+    deps.sql,
+    true,
+    lost.map((p) => p.pending),
+  );
+  for (const { pending } of lost) {
+    const original = originals.get(paymentKey(pending.input) ?? "");
+    if (original) results.set(pending.position, original);
+  }
+  return results;
+}
+
+function addEventToRollups(changes: RollupChanges, event: EventRow, commissions: NewCommission[]): void {
+  const attributedPayment = event.eventType === "payment" && event.partnershipId !== null;
+  changes.addDaily(event.productId, event.occurredAt, {
+    clicks: event.eventType === "click" ? 1 : 0,
+    signups: event.eventType === "signup" ? 1 : 0,
+    conversions: attributedPayment ? 1 : 0,
+    revenueCents: attributedPayment ? (event.amountCents ?? 0) : 0,
+  });
+  if (event.partnershipId && (event.eventType === "click" || attributedPayment)) {
+    changes.addPartnership(event.productId, event.partnershipId, {
+      clicks: event.eventType === "click" ? 1 : 0,
+      conversions: attributedPayment ? 1 : 0,
+    });
+  }
+  for (const commission of commissions) recordCommissionChange(changes, commission, null, commission);
+}
+
+/**
+ * The recorded originals of these events' payments, as replays, by payment key: one query for
+ * the events, one for their commissions (live) or their stored simulation (sandbox).
+ */
+async function replaysOf(
+  sql: TrackDeps["sql"] | TransactionSql,
+  testMode: boolean,
+  events: Pending[],
+): Promise<Map<string, TrackResult>> {
+  const keys = events.flatMap((e) =>
+    e.input.type === "payment" && e.input.externalId !== undefined
+      ? [{ productId: e.input.productId, externalId: e.input.externalId }]
+      : [],
+  );
+  const originals = await findPaymentsByExternalIds(sql, testMode, keys);
+  const commissionsOf = new Map<string, CommissionSummary[]>();
+  if (!testMode) {
+    for (const commission of await getCommissionsOfEvents(
+      sql,
+      originals.map((o) => o.id),
+    )) {
+      commissionsOf.set(commission.eventId, [...(commissionsOf.get(commission.eventId) ?? []), summaryOf(commission)]);
+    }
+  }
+  const replays = new Map<string, TrackResult>();
+  for (const original of originals) {
+    const commissions = testMode ? (original.simulatedCommissions ?? []) : (commissionsOf.get(original.id) ?? []);
+    replays.set(`${original.productId}\u0000${original.externalId}`, {
+      event: trackedEvent(original, testMode, commissions),
+      replayed: true,
+    });
+  }
+  return replays;
+}
+
+function trackedEvent(event: StoredEvent, testMode: boolean, commissions: CommissionSummary[]): TrackedEvent {
+  return {
+    id: event.id,
+    type: event.eventType,
+    partnershipId: event.partnershipId,
+    visitorId: event.visitorId,
+    occurredAt: event.occurredAt,
+    testMode,
+    commissions,
+  };
+}
