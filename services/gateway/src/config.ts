@@ -16,8 +16,18 @@ export const gatewayConfigShape = {
   PRIVACY_URL: z.url().default("http://127.0.0.1:7104"),
   /** Requests per minute per API key (or per IP when no key is sent) on /api/v1. */
   RATE_LIMIT_PER_MINUTE: perMinute(6000),
-  /** Requests per minute per key (or per IP when no key is sent) on the tracking endpoint, POST /events. */
+  /**
+   * Events per minute per key (or per IP when no key is sent) on the tracking endpoints: a
+   * request to POST /events is one, a batch as many as it holds.
+   */
   TRACKING_RATE_LIMIT_PER_MINUTE: perMinute(60_000),
+  /**
+   * How long a single POST /events waits for concurrent ones to share one TrackBatch call with;
+   * 0 sends each as its own Track call.
+   */
+  TRACK_COALESCE_MS: z.coerce.number().min(0).max(50).default(2),
+  /** A coalesced batch is sent at once when it holds this many events. */
+  TRACK_COALESCE_MAX_EVENTS: z.coerce.number().int().min(1).max(500).default(100),
   /** How long a resolved key is trusted without asking partners again. */
   KEY_CACHE_TTL_MS: z.coerce.number().int().min(0).default(60_000),
   /** How long a product's active-affiliates count (GET /api/v1/stats) is reused; 0 asks every time. */

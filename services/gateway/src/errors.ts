@@ -1,4 +1,5 @@
-import { errorInfoOf, fieldErrorsOf, isCleanText, isOutcomeUnknown } from "@affiliate/platform";
+import { connectErrorOfStatus, errorInfoOf, fieldErrorsOf, isCleanText, isOutcomeUnknown } from "@affiliate/platform";
+import type { Status } from "@affiliate/proto/common";
 import type { ErrorBody, NestedErrorBody, ValidationErrorBody } from "@affiliate/rest-shapes/schemas/common";
 import { Code, ConnectError } from "@connectrpc/connect";
 import type { FastifyError, FastifyReply, FastifyRequest } from "fastify";
@@ -57,7 +58,7 @@ export function pathIdOrThrow(schema: z.ZodType<{ id: string }>, params: unknown
   return pathParamsOrThrow(schema, params, { id: resource }).id;
 }
 
-/** Thrown by the rate limiter; `retryAfterSeconds` is already in the Retry-After header. */
+/** Thrown by the rate limiters; answered 429 with `retryAfterSeconds` as Retry-After. */
 export class RateLimitedError extends Error {
   override readonly name = "RateLimitedError";
   readonly statusCode = 429;
@@ -139,6 +140,17 @@ export function httpErrorOfConnect(error: ConnectError): HttpError | undefined {
   return new HttpError(status, { error: error.rawMessage });
 }
 
+/**
+ * The answer for one item of a batch that failed (e.g. an event of POST /events/batch): exactly
+ * what its own request would have been answered. A code with no status here is a bug: 500.
+ */
+export function httpErrorOfItem(status: Status | undefined): HttpError {
+  return (
+    (status && httpErrorOfConnect(connectErrorOfStatus(status))) ??
+    new HttpError(500, { error: "Internal server error" })
+  );
+}
+
 /** Fastify's own request errors, with texts a client can act on. */
 const fastifyErrorTexts: Record<string, string> = {
   FST_ERR_CTP_INVALID_JSON_BODY: "Malformed JSON in request body",
@@ -167,7 +179,9 @@ function toHttpError(error: unknown, request: FastifyRequest): HttpError | undef
   if (error instanceof HttpError) return error;
   // An id whose percent-encoding does not decode to UTF-8 text is an id no resource has.
   if ((error as Partial<FastifyError>).code === "FST_ERR_BAD_URL") return new HttpError(404, { error: "Not found" });
-  if (error instanceof RateLimitedError) return new HttpError(429, { error: error.message });
+  if (error instanceof RateLimitedError) {
+    return new HttpError(429, { error: error.message }, { "retry-after": String(error.retryAfterSeconds) });
+  }
   if (error instanceof ConnectError && isRead(request) && isOutcomeUnknown(error)) {
     return httpErrorOfConnect(new ConnectError(error.rawMessage, Code.Unavailable));
   }

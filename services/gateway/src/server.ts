@@ -14,6 +14,7 @@ import { authenticate, type KeyPolicy } from "./auth/authenticate.js";
 import { hashKey, type KeyCache } from "./auth/key-cache.js";
 import type { GatewayConfig } from "./config.js";
 import { errorHandler, HttpError, RateLimitedError } from "./errors.js";
+import { EventBudget } from "./event-budget.js";
 import { maxBodyDepth, nestsDeeperThan } from "./json-depth.js";
 import { openApiDocument } from "./openapi.js";
 import { partnersDirectory } from "./partners-directory.js";
@@ -28,6 +29,7 @@ import { refundsRoutes } from "./routes/v1/refunds.js";
 import { statsRoutes } from "./routes/v1/stats.js";
 import { webhooksRoutes } from "./routes/v1/webhooks.js";
 import { ledgerStats, type PartnershipStatsSource } from "./stats-source.js";
+import { TrackCoalescer } from "./track-coalescer.js";
 
 export interface GatewayDeps {
   partners: Client<typeof PartnersService>;
@@ -40,7 +42,11 @@ export interface GatewayDeps {
   logger: Logger;
   config: Pick<
     GatewayConfig,
-    "RATE_LIMIT_PER_MINUTE" | "TRACKING_RATE_LIMIT_PER_MINUTE" | "ACTIVE_AFFILIATES_CACHE_MS"
+    | "RATE_LIMIT_PER_MINUTE"
+    | "TRACKING_RATE_LIMIT_PER_MINUTE"
+    | "ACTIVE_AFFILIATES_CACHE_MS"
+    | "TRACK_COALESCE_MS"
+    | "TRACK_COALESCE_MAX_EVENTS"
   >;
   keyCache: KeyCache;
   /** Where partnership figures come from: the ledger's, unless a test gives another. */
@@ -66,15 +72,20 @@ function rateLimitKey(request: FastifyRequest): string {
 /**
  * Rate limit and key check for every route registered in `scope` afterwards: the limiter runs
  * first (onRequest), the key is checked in preParsing, before a body is read for an unknown
- * caller. Each scope has its own budget per key.
+ * caller. Each scope has its own budget per key: requests per minute, or for tracking an
+ * EventBudget, of which each request spends one event on arrival.
  */
-async function guard(scope: FastifyInstance, keyCache: KeyCache, policy: KeyPolicy, perMinute: number) {
-  await scope.register(rateLimit, {
-    max: perMinute,
-    timeWindow: 60_000,
-    keyGenerator: rateLimitKey,
-    errorResponseBuilder: (_request, context) => new RateLimitedError(Math.max(1, Math.ceil(context.ttl / 1000))),
-  });
+async function guard(scope: FastifyInstance, keyCache: KeyCache, policy: KeyPolicy, limit: number | EventBudget) {
+  if (limit instanceof EventBudget) {
+    scope.addHook("onRequest", async (request) => limit.spend(rateLimitKey(request), 1));
+  } else {
+    await scope.register(rateLimit, {
+      max: limit,
+      timeWindow: 60_000,
+      keyGenerator: rateLimitKey,
+      errorResponseBuilder: (_request, context) => new RateLimitedError(Math.max(1, Math.ceil(context.ttl / 1000))),
+    });
+  }
   const auth = authenticate(keyCache, policy);
   scope.addHook("preParsing", async (request) => {
     await auth(request);
@@ -137,10 +148,22 @@ export function buildServer(deps: GatewayDeps): FastifyInstance {
   const directory = partnersDirectory(partners, { activeCountTtlMs: deps.config.ACTIVE_AFFILIATES_CACHE_MS });
   const stats = deps.stats ?? ledgerStats(ledger);
 
-  // Tracking: live and test keys, its own per-key budget.
+  // Tracking: live and test keys, its own per-key budget, counted in events.
+  const trackingBudget = new EventBudget(deps.config.TRACKING_RATE_LIMIT_PER_MINUTE);
+  const coalescer =
+    deps.config.TRACK_COALESCE_MS > 0
+      ? new TrackCoalescer(ledger, {
+          maxWaitMs: deps.config.TRACK_COALESCE_MS,
+          maxEvents: deps.config.TRACK_COALESCE_MAX_EVENTS,
+        })
+      : undefined;
   app.register(async (tracking) => {
-    await guard(tracking, deps.keyCache, "tracking", deps.config.TRACKING_RATE_LIMIT_PER_MINUTE);
-    await tracking.register(trackingRoutes, { ledger });
+    await guard(tracking, deps.keyCache, "tracking", trackingBudget);
+    await tracking.register(trackingRoutes, {
+      ledger,
+      coalescer,
+      spendMoreEvents: (request, events) => trackingBudget.spend(rateLimitKey(request), events),
+    });
   });
 
   // The management API: live keys only.

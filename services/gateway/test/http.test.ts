@@ -1,20 +1,10 @@
-import { createServer } from "node:net";
 import { createRpcTransport, DomainError, toConnectError } from "@affiliate/platform";
 import { errorSchema } from "@affiliate/rest-shapes/schemas/common";
 import { Code, ConnectError } from "@connectrpc/connect";
 import { describe, expect, it } from "vitest";
 import type { PartnershipStatsSource } from "../src/stats-source.js";
+import { closedPort } from "./support/closed-port.js";
 import { capturingLogger, createGateway, expectBody } from "./support/harness.js";
-
-/** A port nothing listens on: bound, then released. */
-async function closedPort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  const address = server.address();
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-  if (typeof address !== "object" || address === null) throw new Error("no address");
-  return address.port;
-}
 
 describe("request errors", () => {
   it("answers 400 { error } for malformed JSON", async () => {

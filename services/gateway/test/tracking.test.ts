@@ -1,5 +1,5 @@
 import { DomainError, toConnectError } from "@affiliate/platform";
-import { EventType, type TrackRequest } from "@affiliate/proto/ledger";
+import { EventType, type TrackBatchRequest, type TrackRequest } from "@affiliate/proto/ledger";
 import { errorSchema, validationErrorSchema } from "@affiliate/rest-shapes/schemas/common";
 import { trackEventResponseSchema } from "@affiliate/rest-shapes/schemas/tracking";
 import { timestampDate } from "@bufbuild/protobuf/wkt";
@@ -14,7 +14,11 @@ function trackingGateway(options: Parameters<typeof createGateway>[0] = {}) {
   return { ...gateway, partnership };
 }
 
-const sent = (gateway: ReturnType<typeof trackingGateway>) => gateway.ledger.requestsOf("track") as TrackRequest[];
+/** What reached the ledger, one request per event, whether sent alone (Track) or coalesced (TrackBatch). */
+const sent = (gateway: ReturnType<typeof createGateway>) => [
+  ...(gateway.ledger.requestsOf("track") as TrackRequest[]),
+  ...(gateway.ledger.requestsOf("trackBatch") as TrackBatchRequest[]).flatMap((batch) => batch.events),
+];
 
 describe("POST /events", () => {
   it("records a click with a live key: 201, the event, the generated visitor id", async () => {
@@ -146,7 +150,7 @@ describe("POST /events", () => {
     expect(response.statusCode).toBe(400);
     const envelope = expectBody(validationErrorSchema, response.json());
     expect(Object.keys(envelope.details.fieldErrors)).toEqual([field]);
-    expect(gateway.ledger.callsOf("track")).toBe(0);
+    expect(sent(gateway).length).toBe(0);
   });
 
   it("answers 400 with the envelope when there is no body", async () => {
@@ -158,10 +162,11 @@ describe("POST /events", () => {
 
   it("turns the ledger's field violations into the validation envelope", async () => {
     const gateway = trackingGateway();
-    gateway.ledger.failures.set(
-      "track",
-      toConnectError(DomainError.invalidField("occurred_at", "Must not be more than 5 minutes in the future")),
+    const invalid = toConnectError(
+      DomainError.invalidField("occurred_at", "Must not be more than 5 minutes in the future"),
     );
+    gateway.ledger.failures.set("track", invalid);
+    gateway.ledger.failures.set("trackBatch", invalid);
     const response = await gateway.call("POST", "/events", {
       body: { type: "signup", occurred_at: "2099-01-01T00:00:00.000Z" },
     });
@@ -185,7 +190,7 @@ describe("POST /events authentication", () => {
     const response = await gateway.call("POST", "/events", { key, body: { type: "click", referral_code: "jane" } });
     expect(response.statusCode).toBe(401);
     expect(expectBody(errorSchema, response.json())).toEqual({ error });
-    expect(gateway.ledger.callsOf("track")).toBe(0);
+    expect(sent(gateway).length).toBe(0);
   });
 
   it("accepts the test key that the management API refuses with 403", async () => {
@@ -219,7 +224,7 @@ describe("POST /events rate limit", () => {
     expect(limited.statusCode).toBe(429);
     expect(Number(limited.headers["retry-after"])).toBeGreaterThan(0);
     expect(expectBody(errorSchema, limited.json()).error).toMatch(/^Rate limit exceeded, retry in \d+ seconds?$/);
-    expect(gateway.ledger.callsOf("track")).toBe(2);
+    expect(sent(gateway).length).toBe(2);
     // The management API's budget for the same key is untouched.
     expect((await gateway.call("GET", "/api/v1/program")).statusCode).toBe(200);
     // The test key of the same product has a budget of its own.

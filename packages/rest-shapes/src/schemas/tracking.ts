@@ -90,6 +90,59 @@ export const trackedEventSchema = z
 
 export const trackEventResponseSchema = z.object({ data: trackedEventSchema });
 
+/** The most events one POST /events/batch takes (contract section 5a). */
+export const maxBatchEvents = 500;
+
+/**
+ * The envelope of POST /events/batch. Its events are checked one by one afterwards (each against
+ * trackEventBodySchema), so an invalid event fails alone; only a bad envelope fails the request.
+ */
+export const trackBatchEnvelopeSchema = z.object({
+  events: z.array(z.unknown()).min(1).max(maxBatchEvents),
+});
+
+/** The request as documented: the envelope whose items are each a POST /events body. */
+export const trackBatchBodySchema = z
+  .object({
+    events: z
+      .array(trackEventBodySchema)
+      .min(1)
+      .max(maxBatchEvents)
+      .meta({ description: `1-${maxBatchEvents} events, each exactly a POST /events body; processed in order.` }),
+  })
+  .meta({ id: "TrackBatchRequest" });
+
+export const trackBatchResultSchema = z
+  .object({
+    index: z.int().min(0).meta({ description: "The event's position in the request, from 0." }),
+    status: z.int().meta({
+      description:
+        "The status this event would have had alone: 201 recorded, 200 replayed payment, 400 invalid, 404 unknown referral code on a click, 409 recorded concurrently.",
+    }),
+    data: trackedEventSchema.optional().meta({ description: "On 200 and 201: the event, as POST /events answers it." }),
+    error: z.string().optional().meta({ description: "On failure: the error POST /events would have answered." }),
+    details: z.record(z.string(), z.unknown()).optional().meta({
+      description: "On failure, when POST /events would have had them (e.g. the validation envelope's details).",
+    }),
+  })
+  .meta({ id: "TrackBatchResult" });
+
+export const trackBatchResponseSchema = z
+  .object({
+    results: z.array(trackBatchResultSchema).meta({ description: "One per event, in request order." }),
+    summary: z
+      .object({
+        total: z.int(),
+        recorded: z.int().meta({ description: "Events answered 201." }),
+        replayed: z.int().meta({ description: "Payments answered 200: their external_id was already recorded." }),
+        failed: z.int().meta({ description: "Events answered with an error; total = recorded + replayed + failed." }),
+      })
+      .meta({ id: "TrackBatchSummary" }),
+  })
+  .meta({ id: "TrackBatchResponse" });
+
 export type TrackEventBody = z.output<typeof trackEventBodySchema>;
+export type PublicTrackBatchResult = z.output<typeof trackBatchResultSchema>;
+export type PublicTrackBatchResponse = z.output<typeof trackBatchResponseSchema>;
 export type PublicTrackedEvent = z.output<typeof trackedEventSchema>;
 export type PublicEventType = z.output<typeof eventTypeSchema>;

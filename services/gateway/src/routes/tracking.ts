@@ -1,30 +1,110 @@
-import type { LedgerService } from "@affiliate/proto/ledger";
-import { toPublicTrackedEvent, toTrackRequest } from "@affiliate/rest-shapes/mappers";
+import { connectErrorOfStatus } from "@affiliate/platform";
+import type { LedgerService, TrackBatchResult, TrackResponse } from "@affiliate/proto/ledger";
+import { ContractViolation, toPublicTrackedEvent, toTrackRequest } from "@affiliate/rest-shapes/mappers";
 import { bodyErrors, errorResponses, trackingAuthErrors } from "@affiliate/rest-shapes/schemas/common";
-import { trackEventBodySchema, trackEventResponseSchema } from "@affiliate/rest-shapes/schemas/tracking";
+import {
+  type PublicTrackBatchResponse,
+  type PublicTrackBatchResult,
+  type TrackEventBody,
+  trackBatchBodySchema,
+  trackBatchEnvelopeSchema,
+  trackBatchResponseSchema,
+  trackEventBodySchema,
+  trackEventResponseSchema,
+} from "@affiliate/rest-shapes/schemas/tracking";
 import type { Client } from "@connectrpc/connect";
-import type { FastifyInstance } from "fastify";
+import type { FastifyInstance, FastifyRequest } from "fastify";
 import type { ZodOpenApiPathsObject } from "zod-openapi";
-import { parseOrThrow } from "../errors.js";
+import { HttpError, httpErrorOfItem, parseOrThrow } from "../errors.js";
+import type { TrackCoalescer } from "../track-coalescer.js";
 
 export interface TrackingRouteDeps {
   ledger: Client<typeof LedgerService>;
+  /** Gathers concurrent single events into TrackBatch calls; without it each is its own Track. */
+  coalescer: TrackCoalescer | undefined;
+  /**
+   * Spends a request's events beyond the first from the key's tracking budget (the first was
+   * spent on arrival); throws the 429 when they do not fit.
+   */
+  spendMoreEvents: (request: FastifyRequest, events: number) => void;
+}
+
+/** The event's own Track answer, or its error thrown as Track would have thrown it. */
+function trackedOrThrow(result: TrackBatchResult): TrackResponse {
+  if (result.outcome.case === "tracked") return result.outcome.value;
+  if (result.outcome.case === "error") throw connectErrorOfStatus(result.outcome.value);
+  throw new ContractViolation("a TrackBatch result without an outcome");
+}
+
+/** One event of a batch as the merchant sees it: the status and body it would have had alone. */
+function publicResult(index: number, result: TrackBatchResult | HttpError): PublicTrackBatchResult {
+  if (!(result instanceof HttpError) && result.outcome.case === "tracked") {
+    const { event, replayed } = result.outcome.value;
+    return { index, status: replayed ? 200 : 201, data: toPublicTrackedEvent(event) };
+  }
+  const answer =
+    result instanceof HttpError
+      ? result
+      : result.outcome.case === "error"
+        ? httpErrorOfItem(result.outcome.value)
+        : httpErrorOfItem(undefined);
+  const body = answer.body;
+  return "error" in body
+    ? { index, status: answer.statusCode, error: body.error, ...(body.details ? { details: body.details } : {}) }
+    : { index, status: answer.statusCode, error: body.data.error };
+}
+
+function summaryOf(results: PublicTrackBatchResult[]): PublicTrackBatchResponse["summary"] {
+  const recorded = results.filter((r) => r.status === 201).length;
+  const replayed = results.filter((r) => r.status === 200).length;
+  return { total: results.length, recorded, replayed, failed: results.length - recorded - replayed };
 }
 
 /**
- * POST /events (contract section 5): clicks, signups and payments, recorded by the ledger. A
- * test key (request.testMode) records a sandbox event that touches nothing live.
+ * POST /events (contract section 5) and POST /events/batch (5a): clicks, signups and payments,
+ * recorded by the ledger. A test key (request.testMode) records sandbox events that touch
+ * nothing live.
  */
-export async function trackingRoutes(app: FastifyInstance, { ledger }: TrackingRouteDeps) {
+export async function trackingRoutes(app: FastifyInstance, { ledger, coalescer, spendMoreEvents }: TrackingRouteDeps) {
   app.post("/events", async (request, reply) => {
     const body = parseOrThrow(trackEventBodySchema, request.body);
-    const response = await ledger.track({
-      productId: request.productId,
-      testMode: request.testMode,
-      ...toTrackRequest(body),
-    });
+    const event = { productId: request.productId, testMode: request.testMode, ...toTrackRequest(body) };
+    const response = coalescer ? trackedOrThrow(await coalescer.track(event)) : await ledger.track(event);
     // A payment already recorded under its external_id: the original event, nothing created.
     return reply.code(response.replayed ? 200 : 201).send({ data: toPublicTrackedEvent(response.event) });
+  });
+
+  app.post("/events/batch", async (request, reply) => {
+    const { events } = parseOrThrow(trackBatchEnvelopeSchema, request.body);
+    spendMoreEvents(request, events.length - 1);
+    // Each event is checked as POST /events checks it; the invalid ones fail here, alone.
+    const checked = events.map((body) => {
+      try {
+        return parseOrThrow(trackEventBodySchema, body);
+      } catch (error) {
+        if (error instanceof HttpError) return error;
+        throw error;
+      }
+    });
+    const valid = checked.filter((event): event is TrackEventBody => !(event instanceof HttpError));
+    const { results } =
+      valid.length > 0
+        ? await ledger.trackBatch({
+            events: valid.map((body) => ({
+              productId: request.productId,
+              testMode: request.testMode,
+              ...toTrackRequest(body),
+            })),
+          })
+        : { results: [] };
+    if (results.length !== valid.length) {
+      throw new ContractViolation(`TrackBatch answered ${results.length} results for ${valid.length} events`);
+    }
+    let next = 0;
+    const answers = checked.map((event, index) =>
+      publicResult(index, event instanceof HttpError ? event : (results[next++] as TrackBatchResult)),
+    );
+    return reply.code(200).send({ results: answers, summary: summaryOf(answers) });
   });
 }
 
@@ -48,6 +128,28 @@ export const trackingPaths: ZodOpenApiPathsObject = {
         400: errorResponses.badRequest,
         404: { ...errorResponses[404], description: "A click with a referral code no active affiliate has" },
         409: { ...errorResponses[409], description: "The same payment is being recorded concurrently; retry" },
+        ...trackingAuthErrors,
+        ...bodyErrors,
+      },
+    },
+  },
+  "/events/batch": {
+    post: {
+      operationId: "trackEventBatch",
+      tags: ["Tracking"],
+      summary: "Record up to 500 clicks, signups and payments in one request",
+      description:
+        "For merchants that report at volume or backfill history. The same keys and sandbox rule as POST /events. Each event is processed as if sent alone to POST /events, in order (an event is attributed through the clicks and signups before it in the batch), and answered with the status and body it would have had; one invalid event fails alone. The answer is 200 whenever the envelope is valid. The tracking rate limit counts events: a batch of 100 spends 100.",
+      requestBody: { required: true, ...json(trackBatchBodySchema) },
+      responses: {
+        200: {
+          description: "One result per event, in request order, and their summary",
+          ...json(trackBatchResponseSchema),
+        },
+        400: {
+          ...errorResponses.badRequest,
+          description: "The envelope is invalid (not an object with an events array of 1-500 items): nothing recorded",
+        },
         ...trackingAuthErrors,
         ...bodyErrors,
       },

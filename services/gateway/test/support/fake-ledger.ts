@@ -1,4 +1,5 @@
 import { DomainError, toConnectError } from "@affiliate/platform";
+import { StatusSchema } from "@affiliate/proto/common";
 import {
   type Commission,
   CommissionAction,
@@ -16,6 +17,7 @@ import {
   RefundResultSchema,
   type TrackedEvent,
   TrackedEventSchema,
+  type TrackRequest,
 } from "@affiliate/proto/ledger";
 import type { Partnership } from "@affiliate/proto/partners";
 import { create } from "@bufbuild/protobuf";
@@ -227,6 +229,39 @@ export class FakeLedger extends CallLog<LedgerMethod> {
     });
   }
 
+  #track(request: TrackRequest) {
+    const key = `${request.productId}|${request.testMode}|${request.externalId ?? ""}`;
+    const original = request.type === EventType.PAYMENT && request.externalId ? this.#payments.get(key) : undefined;
+    if (original) return { event: original, replayed: true };
+    const partnershipId = request.referralCode ? this.referralCodes.get(request.referralCode) : undefined;
+    if (request.type === EventType.CLICK && !partnershipId) {
+      throw new ConnectError("Unknown referral code", Code.NotFound);
+    }
+    const amount = request.amountCents ?? 0n;
+    const commissions =
+      request.type === EventType.PAYMENT && partnershipId
+        ? [
+            {
+              id: request.testMode ? "" : this.#id("com"),
+              level: 1,
+              amountCents: (amount * 20n) / 100n,
+              status: CommissionStatus.PENDING,
+            },
+          ]
+        : [];
+    const event = create(TrackedEventSchema, {
+      id: this.#id("evt"),
+      type: request.type,
+      partnershipId: partnershipId ?? "",
+      visitorId: request.visitorId ?? (request.type === EventType.CLICK ? "vis_generated" : ""),
+      occurredAt: request.occurredAt ?? timestampFromDate(this.now),
+      testMode: request.testMode,
+      commissions,
+    });
+    if (request.type === EventType.PAYMENT && request.externalId) this.#payments.set(key, event);
+    return { event, replayed: false };
+  }
+
   // Only what the gateway calls: the rest of the contract answers UNIMPLEMENTED.
   #implementation(): Partial<ServiceImpl<typeof LedgerService>> {
     return {
@@ -250,38 +285,18 @@ export class FakeLedger extends CallLog<LedgerMethod> {
         this.#keys.set(scope, { fingerprint: request.requestFingerprint, result });
         return { result, replayed: false };
       },
-      track: (request) => {
-        const key = `${request.productId}|${request.testMode}|${request.externalId ?? ""}`;
-        const original = request.type === EventType.PAYMENT && request.externalId ? this.#payments.get(key) : undefined;
-        if (original) return { event: original, replayed: true };
-        const partnershipId = request.referralCode ? this.referralCodes.get(request.referralCode) : undefined;
-        if (request.type === EventType.CLICK && !partnershipId) {
-          throw new ConnectError("Unknown referral code", Code.NotFound);
-        }
-        const amount = request.amountCents ?? 0n;
-        const commissions =
-          request.type === EventType.PAYMENT && partnershipId
-            ? [
-                {
-                  id: request.testMode ? "" : this.#id("com"),
-                  level: 1,
-                  amountCents: (amount * 20n) / 100n,
-                  status: CommissionStatus.PENDING,
-                },
-              ]
-            : [];
-        const event = create(TrackedEventSchema, {
-          id: this.#id("evt"),
-          type: request.type,
-          partnershipId: partnershipId ?? "",
-          visitorId: request.visitorId ?? (request.type === EventType.CLICK ? "vis_generated" : ""),
-          occurredAt: request.occurredAt ?? timestampFromDate(this.now),
-          testMode: request.testMode,
-          commissions,
-        });
-        if (request.type === EventType.PAYMENT && request.externalId) this.#payments.set(key, event);
-        return { event, replayed: false };
-      },
+      track: (request) => this.#track(request),
+      // Each event as Track answers it; a thrown ConnectError becomes that event's Status.
+      trackBatch: ({ events }) => ({
+        results: events.map((event) => {
+          try {
+            return { outcome: { case: "tracked" as const, value: this.#track(event) } };
+          } catch (error) {
+            const { code, rawMessage } = ConnectError.from(error);
+            return { outcome: { case: "error" as const, value: create(StatusSchema, { code, message: rawMessage }) } };
+          }
+        }),
+      }),
       getCommission: ({ productId, commissionId }) => ({
         commission: this.#commissionOrThrow(productId, commissionId),
       }),

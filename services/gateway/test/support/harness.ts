@@ -31,6 +31,10 @@ export interface GatewayOptions {
   privacyTransport?: Transport;
   rateLimitPerMinute?: number;
   trackingRateLimitPerMinute?: number;
+  /** POST /events coalescing window; 0 sends each event as its own Track call. */
+  trackCoalesceMs?: number;
+  /** A coalesced batch is sent once it holds this many events (100 unless given). */
+  trackCoalesceMaxEvents?: number;
   stats?: PartnershipStatsSource;
   ready?: ReadinessCheck;
   /** Whether the key cache is serving (as when key rotations are followed). */
@@ -77,6 +81,8 @@ export function createGateway(options: GatewayOptions = {}): TestGateway {
       RATE_LIMIT_PER_MINUTE: options.rateLimitPerMinute ?? 6000,
       TRACKING_RATE_LIMIT_PER_MINUTE: options.trackingRateLimitPerMinute ?? 60_000,
       ACTIVE_AFFILIATES_CACHE_MS: 5000,
+      TRACK_COALESCE_MS: options.trackCoalesceMs ?? 2,
+      TRACK_COALESCE_MAX_EVENTS: options.trackCoalesceMaxEvents ?? 100,
     },
     keyCache,
     ...(options.stats ? { stats: options.stats } : {}),

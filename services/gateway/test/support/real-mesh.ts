@@ -118,6 +118,9 @@ export async function startRealMesh(): Promise<RealMesh> {
       RATE_LIMIT_PER_MINUTE: 1_000_000,
       TRACKING_RATE_LIMIT_PER_MINUTE: 1_000_000,
       ACTIVE_AFFILIATES_CACHE_MS: 0,
+      // Single events coalesced as in production.
+      TRACK_COALESCE_MS: 2,
+      TRACK_COALESCE_MAX_EVENTS: 100,
     },
     keyCache,
   });

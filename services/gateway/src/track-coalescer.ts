@@ -1,0 +1,68 @@
+import type { LedgerService, TrackBatchResult, TrackRequestSchema } from "@affiliate/proto/ledger";
+import type { MessageInitShape } from "@bufbuild/protobuf";
+import type { Client } from "@connectrpc/connect";
+
+export type TrackRequestInit = MessageInitShape<typeof TrackRequestSchema>;
+
+export interface CoalescerOptions {
+  /** The longest an event waits for others before its batch is sent. */
+  maxWaitMs: number;
+  /** A batch is sent as soon as it holds this many events (at most the ledger's 500). */
+  maxEvents: number;
+}
+
+interface Waiting {
+  request: TrackRequestInit;
+  resolve: (result: TrackBatchResult) => void;
+  reject: (error: unknown) => void;
+}
+
+/**
+ * Gathers concurrent single events into one TrackBatch call: an event waits at most `maxWaitMs`
+ * for others, or less when `maxEvents` have arrived. Each caller gets its own event's outcome
+ * (the Track response, or the error Track would have given), so one bad event affects no other;
+ * a failure of the call itself (the ledger unreachable, the deadline passed) is every caller's
+ * answer, and means none of the batch was recorded (one transaction).
+ *
+ * A batch's events may be of several products and modes: the ledger keeps each event's product.
+ * Their order in the batch is their arrival order, which is all that concurrent requests have.
+ */
+export class TrackCoalescer {
+  private waiting: Waiting[] = [];
+  private timer: NodeJS.Timeout | undefined;
+
+  constructor(
+    private readonly ledger: Client<typeof LedgerService>,
+    private readonly options: CoalescerOptions,
+  ) {}
+
+  /** Records one event in the next batch; resolves with that event's own outcome. */
+  track(request: TrackRequestInit): Promise<TrackBatchResult> {
+    return new Promise((resolve, reject) => {
+      this.waiting.push({ request, resolve, reject });
+      if (this.waiting.length >= this.options.maxEvents) this.flush();
+      else this.timer ??= setTimeout(() => this.flush(), this.options.maxWaitMs);
+    });
+  }
+
+  private flush(): void {
+    clearTimeout(this.timer);
+    this.timer = undefined;
+    const batch = this.waiting;
+    this.waiting = [];
+    if (batch.length === 0) return;
+    this.ledger.trackBatch({ events: batch.map((w) => w.request) }).then(
+      ({ results }) => {
+        if (results.length !== batch.length) {
+          const error = new Error(`TrackBatch answered ${results.length} results for ${batch.length} events`);
+          for (const waiting of batch) waiting.reject(error);
+          return;
+        }
+        for (const [i, waiting] of batch.entries()) waiting.resolve(results[i] as TrackBatchResult);
+      },
+      (error: unknown) => {
+        for (const waiting of batch) waiting.reject(error);
+      },
+    );
+  }
+}
