@@ -1,0 +1,64 @@
+import type { Queryable } from "@affiliate/platform";
+
+/**
+ * Every row that breaks one of the ledger's invariants, named by the check it fails: the queries
+ * of the README, and the rollups equal to the events and commissions they summarise (activity
+ * per product-day, figures per partnership). Empty on a healthy database. Tests and the bench
+ * run it after their writes; an operator can run the same queries from the README by hand.
+ */
+export async function invariantViolations(sql: Queryable): Promise<{ check: string; row: unknown }[]> {
+  const checks: Record<string, PromiseLike<readonly unknown[]>> = {
+    "commission below 0": sql`select id from commissions where amount_cents < 0`,
+    "payment refunded beyond its amount": sql`
+      select id from tracking_events where refunded_cents > coalesce(amount_cents, 0)`,
+    "refunded total is not the sum of refunds": sql`
+      select e.id from tracking_events e
+      left join (select event_id, sum(amount_cents) as total from refunds group by event_id) r on r.event_id = e.id
+      where e.refunded_cents <> coalesce(r.total, 0)`,
+    "commission not recomputed from the refunded total": sql`
+      select c.id from commissions c join tracking_events e on e.id = c.event_id
+      where c.status <> 'rejected'
+        and c.amount_cents <> floor((2 * c.original_amount_cents * (e.amount_cents - e.refunded_cents) + e.amount_cents)
+                                    / (2 * e.amount_cents))`,
+    "daily commissions differ from the commissions": sql`
+      select r.product_id, r.day from
+        (select product_id, day, sum(commissions_cents) as total from daily_rollups group by 1, 2) r
+        left join (select product_id, (payment_occurred_at at time zone 'UTC')::date as day, sum(amount_cents) as total
+                   from commissions where status <> 'rejected' group by 1, 2) c using (product_id, day)
+      where r.total <> coalesce(c.total, 0)`,
+    "daily activity differs from the events": sql`
+      select product_id, day from
+        (select product_id, day, sum(clicks) as clicks, sum(signups) as signups, sum(conversions) as conversions,
+                sum(revenue_cents) as revenue from daily_rollups group by 1, 2) r
+        full join (select product_id, (occurred_at at time zone 'UTC')::date as day,
+                          count(*) filter (where event_type = 'click') as clicks,
+                          count(*) filter (where event_type = 'signup') as signups,
+                          count(*) filter (where event_type = 'payment' and partnership_id is not null) as conversions,
+                          coalesce(sum(amount_cents) filter (where event_type = 'payment' and partnership_id is not null), 0)
+                            as revenue
+                   from tracking_events group by 1, 2) e using (product_id, day)
+      where (coalesce(r.clicks, 0), coalesce(r.signups, 0), coalesce(r.conversions, 0), coalesce(r.revenue, 0))
+            <> (coalesce(e.clicks, 0), coalesce(e.signups, 0), coalesce(e.conversions, 0), coalesce(e.revenue, 0))`,
+    "partnership figures differ from the events and commissions": sql`
+      select partnership_id from
+        (select partnership_id, sum(clicks) as clicks, sum(conversions) as conversions,
+                sum(pending_count) as pending_count, sum(pending_amount_cents) as pending,
+                sum(approved_count) as approved_count, sum(approved_amount_cents) as approved
+         from partnership_rollups group by 1) r
+        full join (select partnership_id, count(*) filter (where event_type = 'click') as clicks,
+                          count(*) filter (where event_type = 'payment') as conversions
+                   from tracking_events where partnership_id is not null group by 1) e using (partnership_id)
+        full join (select partnership_id, count(*) filter (where status = 'pending') as pending_count,
+                          coalesce(sum(amount_cents) filter (where status = 'pending'), 0) as pending,
+                          count(*) filter (where status = 'approved') as approved_count,
+                          coalesce(sum(amount_cents) filter (where status = 'approved'), 0) as approved
+                   from commissions group by 1) c using (partnership_id)
+      where (coalesce(r.clicks, 0), coalesce(r.conversions, 0)) <> (coalesce(e.clicks, 0), coalesce(e.conversions, 0))
+         or (coalesce(r.pending_count, 0), coalesce(r.pending, 0), coalesce(r.approved_count, 0), coalesce(r.approved, 0))
+            <> (coalesce(c.pending_count, 0), coalesce(c.pending, 0), coalesce(c.approved_count, 0), coalesce(c.approved, 0))`,
+  };
+  const found = await Promise.all(
+    Object.entries(checks).map(async ([check, rows]) => (await rows).map((row) => ({ check, row }))),
+  );
+  return found.flat();
+}
