@@ -1,6 +1,9 @@
 import type { LedgerService, TrackBatchResult, TrackRequestSchema } from "@affiliate/proto/ledger";
 import type { MessageInitShape } from "@bufbuild/protobuf";
 import type { Client } from "@connectrpc/connect";
+import { context, ROOT_CONTEXT, type Span, trace } from "@opentelemetry/api";
+
+const tracer = trace.getTracer("@affiliate/gateway");
 
 export type TrackRequestInit = MessageInitShape<typeof TrackRequestSchema>;
 
@@ -13,6 +16,8 @@ export interface CoalescerOptions {
 
 interface Waiting {
   request: TrackRequestInit;
+  /** The span of the HTTP request the event came with, if it is traced. */
+  span: Span | undefined;
   resolve: (result: TrackBatchResult) => void;
   reject: (error: unknown) => void;
 }
@@ -26,6 +31,10 @@ interface Waiting {
  *
  * A batch's events may be of several products and modes: the ledger keeps each event's product.
  * Their order in the batch is their arrival order, which is all that concurrent requests have.
+ *
+ * The call serves many requests, so it is traced in a trace of its own whose span links to each
+ * request's span, and each request's span names that trace (`affiliate.track_batch.trace_id`):
+ * from a request's trace one finds the ledger's work for it, and back.
  */
 export class TrackCoalescer {
   private waiting: Waiting[] = [];
@@ -39,7 +48,7 @@ export class TrackCoalescer {
   /** Records one event in the next batch; resolves with that event's own outcome. */
   track(request: TrackRequestInit): Promise<TrackBatchResult> {
     return new Promise((resolve, reject) => {
-      this.waiting.push({ request, resolve, reject });
+      this.waiting.push({ request, span: trace.getActiveSpan(), resolve, reject });
       if (this.waiting.length >= this.options.maxEvents) this.flush();
       else this.timer ??= setTimeout(() => this.flush(), this.options.maxWaitMs);
     });
@@ -51,18 +60,31 @@ export class TrackCoalescer {
     const batch = this.waiting;
     this.waiting = [];
     if (batch.length === 0) return;
-    this.ledger.trackBatch({ events: batch.map((w) => w.request) }).then(
-      ({ results }) => {
-        if (results.length !== batch.length) {
-          const error = new Error(`TrackBatch answered ${results.length} results for ${batch.length} events`);
-          for (const waiting of batch) waiting.reject(error);
-          return;
-        }
-        for (const [i, waiting] of batch.entries()) waiting.resolve(results[i] as TrackBatchResult);
-      },
-      (error: unknown) => {
-        for (const waiting of batch) waiting.reject(error);
-      },
+    const links = batch.flatMap((w) => (w.span ? [{ context: w.span.spanContext() }] : []));
+    context.with(ROOT_CONTEXT, () =>
+      tracer.startActiveSpan(
+        "coalesced TrackBatch",
+        { links, attributes: { "affiliate.track_batch.events": batch.length } },
+        (span) => {
+          for (const waiting of batch) {
+            waiting.span?.setAttribute("affiliate.track_batch.trace_id", span.spanContext().traceId);
+          }
+          void this.send(batch).finally(() => span.end());
+        },
+      ),
     );
+  }
+
+  /** One TrackBatch call; each waiting request settles with its own result or the call's error. */
+  private async send(batch: Waiting[]): Promise<void> {
+    try {
+      const { results } = await this.ledger.trackBatch({ events: batch.map((w) => w.request) });
+      if (results.length !== batch.length) {
+        throw new Error(`TrackBatch answered ${results.length} results for ${batch.length} events`);
+      }
+      for (const [i, waiting] of batch.entries()) waiting.resolve(results[i] as TrackBatchResult);
+    } catch (error) {
+      for (const waiting of batch) waiting.reject(error);
+    }
   }
 }

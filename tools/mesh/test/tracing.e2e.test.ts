@@ -21,6 +21,8 @@ interface CollectedSpan {
   parentSpanId: string;
   name: string;
   attributes: Record<string, string | number | boolean | undefined>;
+  /** Trace ids of the spans this one links to. */
+  links: string[];
 }
 
 interface OtlpValue {
@@ -75,6 +77,7 @@ beforeAll(async () => {
             parentSpanId?: string;
             name: string;
             attributes?: OtlpAttribute[];
+            links?: { traceId: string }[];
           }[];
         }[];
       }[];
@@ -90,6 +93,7 @@ beforeAll(async () => {
             parentSpanId: hexOf(span.parentSpanId),
             name: span.name,
             attributes: attributesOf(span.attributes),
+            links: (span.links ?? []).map((link) => hexOf(link.traceId)),
           });
         }
       }
@@ -273,5 +277,36 @@ describe("distributed tracing", () => {
     for (const service of refundServices) expect(meshServices).toContain(service);
     const payoutsSql = refundSpans.filter((s) => s.service === "payouts" && s.attributes["db.system"] === "postgresql");
     expect(payoutsSql.map((s) => s.name)).toContain("INSERT applied_events");
+  });
+
+  it("a coalesced event's trace names the TrackBatch call's trace, which links back to it", async () => {
+    const created = await runTool("admin", ["products", "create", "--name", "Traced tracking"], {
+      PARTNERS_URL: mesh.urls.partners,
+    });
+    const { secret_key: key } = JSON.parse(created.stdout) as { secret_key: string };
+    const traceId = randomBytes(16).toString("hex");
+    const res = await fetch(`${mesh.gatewayUrl}/events`, {
+      method: "POST",
+      headers: {
+        "x-api-key": key,
+        "content-type": "application/json",
+        traceparent: `00-${traceId}-${randomBytes(8).toString("hex")}-01`,
+      },
+      body: JSON.stringify({ type: "signup", customer_email: "traced@example.com" }),
+    });
+    expect(res.status).toBe(201);
+
+    const batchTraceId = await eventually(async () => {
+      const named = spans.find((s) => s.traceId === traceId && s.attributes["affiliate.track_batch.trace_id"]);
+      expect(named?.service).toBe("gateway");
+      return named?.attributes["affiliate.track_batch.trace_id"] ?? "";
+    }, 15_000);
+    await eventually(async () => {
+      const batch = spans.filter((s) => s.traceId === batchTraceId);
+      expect(batch.find((s) => s.name === "coalesced TrackBatch")?.links).toContain(traceId);
+      expect(batch.map((s) => `${s.service} ${s.name}`)).toContain(
+        "ledger affiliate.ledger.v1.LedgerService/TrackBatch",
+      );
+    }, 15_000);
   });
 });
