@@ -97,9 +97,16 @@ export async function enqueueEvents<Desc extends DescMessage>(
   tx: Queryable,
   event: EventType<Desc>,
   messages: (MessageShape<Desc> & { id: string })[],
+  /**
+   * The trace each message continues, by position, when they were caused by different calls (a
+   * batch of several requests' work); a missing one takes the current trace, as enqueueEvent does.
+   */
+  traces: (Record<string, string> | undefined)[] = [],
 ): Promise<void> {
   if (messages.length === 0) return;
   const ids = messages.map((message) => message.id);
+  const current = currentTraceHeaders();
+  const headers = messages.map((_, i) => JSON.stringify(traces[i] ?? current));
   // As base64 text: postgres.js binds a bytea[] parameter only once the pool knows its array types.
   const payloads = messages.map((message) => {
     const bytes = toBinary(event.schema, message);
@@ -107,8 +114,9 @@ export async function enqueueEvents<Desc extends DescMessage>(
   });
   await tx`
     insert into outbox (id, subject, payload, headers)
-    select item.id, ${event.subject}, decode(item.payload, 'base64'), ${tx.json(currentTraceHeaders())}
-    from unnest(${ids}::text[], ${payloads}::text[]) with ordinality as item(id, payload, position)
+    select item.id, ${event.subject}, decode(item.payload, 'base64'), item.headers::jsonb
+    from unnest(${ids}::text[], ${payloads}::text[], ${headers}::text[])
+      with ordinality as item(id, payload, headers, position)
     order by item.position`;
 }
 

@@ -1,7 +1,7 @@
 import type { LedgerService, TrackBatchResult, TrackRequestSchema } from "@affiliate/proto/ledger";
 import type { MessageInitShape } from "@bufbuild/protobuf";
 import type { Client } from "@connectrpc/connect";
-import { context, ROOT_CONTEXT, type Span, trace } from "@opentelemetry/api";
+import { context, propagation, ROOT_CONTEXT, type Span, trace } from "@opentelemetry/api";
 
 const tracer = trace.getTracer("@affiliate/gateway");
 
@@ -48,7 +48,11 @@ export class TrackCoalescer {
   /** Records one event in the next batch; resolves with that event's own outcome. */
   track(request: TrackRequestInit): Promise<TrackBatchResult> {
     return new Promise((resolve, reject) => {
-      this.waiting.push({ request, span: trace.getActiveSpan(), resolve, reject });
+      // The event carries its request's trace, so what it causes (commission.created, webhooks)
+      // continues the request's trace rather than the shared call's.
+      const traceContext: Record<string, string> = {};
+      propagation.inject(context.active(), traceContext);
+      this.waiting.push({ request: { ...request, traceContext }, span: trace.getActiveSpan(), resolve, reject });
       if (this.waiting.length >= this.options.maxEvents) this.flush();
       else this.timer ??= setTimeout(() => this.flush(), this.options.maxWaitMs);
     });

@@ -250,9 +250,20 @@ describe("distributed tracing", () => {
     const paymentServices = new Set(paymentSpans.map((s) => s.service));
     for (const service of ["gateway", "ledger", "notifier"]) expect(paymentServices).toContain(service);
     for (const service of paymentServices) expect(meshServices).toContain(service);
-    expect(named(paymentSpans, "ledger", /^affiliate\.ledger\.v1\.LedgerService\//)).not.toEqual([]);
-    const ledgerSql = paymentSpans.filter((s) => s.service === "ledger" && s.attributes["db.system"] === "postgresql");
-    expect(ledgerSql.map((s) => s.name)).toContain("INSERT outbox");
+    // The ledger recorded the payment in a TrackBatch call the gateway shared among concurrent
+    // events: that call's own trace, named on the request's span, holds its RPC and SQL; the
+    // commission.created row it wrote continues the request's trace (above and below).
+    const batchTrace = String(
+      paymentSpans.find((s) => s.attributes["affiliate.track_batch.trace_id"])?.attributes[
+        "affiliate.track_batch.trace_id"
+      ] ?? "",
+    );
+    await eventually(async () => {
+      const batchSpans = inTrace(batchTrace);
+      expect(named(batchSpans, "ledger", "affiliate.ledger.v1.LedgerService/TrackBatch")).toHaveLength(1);
+      const ledgerSql = batchSpans.filter((s) => s.service === "ledger" && s.attributes["db.system"] === "postgresql");
+      expect(ledgerSql.map((s) => s.name)).toContain("INSERT outbox");
+    }, 15_000);
     expect(named(paymentSpans, "ledger", /^send .*ledger\.commission\.created$/)).toHaveLength(1);
     const consumed = named(paymentSpans, "notifier", "process ledger.commission.created");
     expect(consumed).toHaveLength(1);

@@ -253,7 +253,13 @@ async function writeLive(tx: TransactionSql, planned: Planned[]): Promise<Map<nu
   const created = await insertCommissions(tx, commissions);
   const changes = new RollupChanges();
   for (const { row, commissions: own } of kept) addEventToRollups(changes, row, own);
-  await Promise.all([enqueueCommissionEvents(tx, "commissionCreated", created), changes.flush(tx)]);
+  // Each commission.created continues the trace of the call that reported its payment, which may
+  // be another than this batch's (the gateway gathers several requests' events into one call).
+  const traceOfEvent = new Map(kept.map((p) => [p.row.id, p.pending.input.traceContext]));
+  await Promise.all([
+    enqueueCommissionEvents(tx, "commissionCreated", created, (c) => traceOfEvent.get(c.eventId)),
+    changes.flush(tx),
+  ]);
 
   const results = new Map<number, TrackResult>();
   for (const { pending, row, commissions: own } of kept) {

@@ -17,6 +17,8 @@ export interface TrackInput {
   occurredAt?: Date | undefined;
   ip?: string | undefined;
   userAgent?: string | undefined;
+  /** The trace of the call that reported the event, when it came in a batch of several calls. */
+  traceContext?: Record<string, string> | undefined;
 }
 
 export interface CommissionSummary {

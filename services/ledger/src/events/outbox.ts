@@ -38,16 +38,21 @@ export function enqueueCommissionEvent(
   return enqueueEvent(tx, commissionEventType(kind), commissionEvent(kind, commission));
 }
 
-/** Writes one commission event per commission into the outbox of `tx`, with one statement. */
+/**
+ * Writes one commission event per commission into the outbox of `tx`, with one statement; each
+ * continues the trace `traceOf` gives for it (the call that reported its payment), or this one.
+ */
 export function enqueueCommissionEvents(
   tx: Queryable,
   kind: CommissionEventKind,
   commissions: Commission[],
+  traceOf: (commission: Commission) => Record<string, string> | undefined = () => undefined,
 ): Promise<void> {
   return enqueueEvents(
     tx,
     commissionEventType(kind),
     commissions.map((commission) => commissionEvent(kind, commission)),
+    commissions.map(traceOf),
   );
 }
 

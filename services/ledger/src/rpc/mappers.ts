@@ -95,6 +95,7 @@ export function trackInputFromProto(req: TrackRequest): TrackInput {
     occurredAt: req.occurredAt ? timestampDate(req.occurredAt) : undefined,
     ip: req.ip,
     userAgent: req.userAgent,
+    traceContext: Object.keys(req.traceContext).length > 0 ? req.traceContext : undefined,
   };
 }
 
