@@ -1,20 +1,12 @@
 /** The notifier's records in the domain's words (no proto types here). */
 
-/** Public event types of contract section 9 a merchant can subscribe to. */
-export const eventTypes = [
-  "partnership.created",
-  "partnership.reactivated",
-  "partnership.removed",
-  "commission.created",
-  "commission.approved",
-  "commission.rejected",
-  "commission.refunded",
-  "payout.created",
-  "payout.approved",
-  "payout.rejected",
-  "payout.completed",
-  "customer.erased",
-] as const;
+import { webhookEventTypes } from "@affiliate/rest-shapes/schemas/webhooks";
+
+/**
+ * Public event types of contract section 9 a merchant can subscribe to: the list the REST
+ * schemas and the OpenAPI document name, so the notifier cannot accept another.
+ */
+export const eventTypes = webhookEventTypes;
 export type EventType = (typeof eventTypes)[number];
 
 /** Sent by TestWebhook and the recovery probe; never subscribed to, always delivered. */
