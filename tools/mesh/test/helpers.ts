@@ -3,16 +3,31 @@ import { createServer } from "node:net";
 import { join } from "node:path";
 import { repositoryRoot, services } from "../src/services.js";
 
-/** A port that was free a moment ago. */
-export async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
+/** Ports this test process has handed out: a mesh asks for a dozen, and none may repeat. */
+const handedOut = new Set<number>();
+
+/** Whether a port can be bound on loopback right now. */
+function bindable(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
     const server = createServer();
-    server.once("error", reject);
-    server.listen(0, "127.0.0.1", () => {
-      const address = server.address();
-      server.close(() => resolve(typeof address === "object" && address ? address.port : 0));
-    });
+    server.once("error", () => resolve(false));
+    server.listen(port, "127.0.0.1", () => server.close(() => resolve(true)));
   });
+}
+
+/**
+ * A port that was free a moment ago, chosen below the kernel's ephemeral range (32768 and up on
+ * Linux). A port the kernel gave out for `listen(0)` is an ephemeral one, and between this check
+ * and the service's own bind an outgoing connection (to Postgres, say) may take it as its source
+ * port; below that range only a listener can.
+ */
+export async function freePort(): Promise<number> {
+  for (;;) {
+    const port = 20_000 + Math.floor(Math.random() * 12_000);
+    if (handedOut.has(port) || !(await bindable(port))) continue;
+    handedOut.add(port);
+    return port;
+  }
 }
 
 /** A free port for every internal service, so that runs side by side never meet on a default port. */
