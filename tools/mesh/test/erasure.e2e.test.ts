@@ -4,8 +4,8 @@ import { createTestDatabase, createTestNamespace, type TestDatabase, type TestNa
 import { connect } from "nats";
 import postgres from "postgres";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { type Mesh, startMesh } from "../src/mesh.js";
-import { eventually, freeMetricsPorts, freePort, freeServicePorts, runTool } from "./helpers.js";
+import type { Mesh } from "../src/mesh.js";
+import { eventually, freePort, runTool, startTestMesh } from "./helpers.js";
 
 /**
  * The canary (issue 11): one customer email pushed through every flow of the mesh, then erased.
@@ -33,14 +33,8 @@ beforeAll(async () => {
   receiverUrl = `http://127.0.0.1:${receiverPort}/hooks`;
   database = await createTestDatabase();
   namespace = createTestNamespace();
-  mesh = await startMesh({
+  mesh = await startTestMesh({
     databaseUrl: database.url,
-    natsUrl: process.env.NATS_URL ?? "nats://127.0.0.1:4222",
-    host: "127.0.0.1",
-    port: await freePort(),
-    servicePorts: await freeServicePorts(),
-    metricsPorts: await freeMetricsPorts(),
-    output: "pipe",
     env: { EVENTS_NAMESPACE: namespace.namespace, LOG_LEVEL: "warn", PAYOUT_INTERVAL_MS: "0" },
   });
   for (const which of ["erased", "kept"] as const) {

@@ -8,8 +8,8 @@ import {
 } from "@affiliate/testing";
 import postgres from "postgres";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { type Mesh, startMesh } from "../src/mesh.js";
-import { freeMetricsPorts, freePort, freeServicePorts, runTool } from "./helpers.js";
+import type { Mesh } from "../src/mesh.js";
+import { runTool, startTestMesh } from "./helpers.js";
 
 /**
  * Failures never lie (contract section 11): the mesh started as processes, with Postgres and
@@ -52,14 +52,9 @@ beforeAll(async () => {
   pgProxy = await createFaultProxy(database.url);
   natsProxy = await createFaultProxy(natsUrl);
   db = postgres(database.url, { max: 4, onnotice: () => {} });
-  mesh = await startMesh({
+  mesh = await startTestMesh({
     databaseUrl: pgProxy.url(database.url),
     natsUrl: natsProxy.url(natsUrl),
-    host: "127.0.0.1",
-    port: await freePort(),
-    servicePorts: await freeServicePorts(),
-    metricsPorts: await freeMetricsPorts(),
-    output: "pipe",
     env: { EVENTS_NAMESPACE: namespace.namespace, KEY_CACHE_TTL_MS: "600000", LOG_LEVEL: "warn" },
   });
   cliEnv = { PARTNERS_URL: mesh.urls.partners };

@@ -1,6 +1,7 @@
 import { spawn } from "node:child_process";
 import { createServer } from "node:net";
 import { join } from "node:path";
+import { type Mesh, startMesh } from "../src/mesh.js";
 import { repositoryRoot, services } from "../src/services.js";
 
 /** Ports this test process has handed out: a mesh asks for a dozen, and none may repeat. */
@@ -46,6 +47,28 @@ export async function freeMetricsPorts(): Promise<Record<string, number>> {
   const ports: Record<string, number> = {};
   for (const service of services) ports[service.name] = await freePort();
   return ports;
+}
+
+/**
+ * The mesh as `npm start` starts it, on free ports of its own (public, RPC and metrics, so runs
+ * side by side never meet), its output piped: what every end-to-end test starts. `env` reaches
+ * every service; Postgres and NATS default to the test run's.
+ */
+export async function startTestMesh(options: {
+  databaseUrl: string;
+  natsUrl?: string;
+  env: Record<string, string>;
+}): Promise<Mesh> {
+  return startMesh({
+    databaseUrl: options.databaseUrl,
+    natsUrl: options.natsUrl ?? process.env.NATS_URL ?? "nats://127.0.0.1:4222",
+    host: "127.0.0.1",
+    port: await freePort(),
+    servicePorts: await freeServicePorts(),
+    metricsPorts: await freeMetricsPorts(),
+    output: "pipe",
+    env: options.env,
+  });
 }
 
 export interface CommandResult {

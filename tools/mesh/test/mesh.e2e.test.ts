@@ -2,9 +2,9 @@ import { readFile } from "node:fs/promises";
 import { join } from "node:path";
 import { createTestDatabase, createTestNamespace, type TestDatabase, type TestNamespace } from "@affiliate/testing";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { type Mesh, startMesh } from "../src/mesh.js";
+import type { Mesh } from "../src/mesh.js";
 import { repositoryRoot } from "../src/services.js";
-import { eventually, freeMetricsPorts, freePort, freeServicePorts, runScript, runTool } from "./helpers.js";
+import { eventually, freePort, runScript, runTool, startTestMesh } from "./helpers.js";
 
 /**
  * The mesh started as `npm start` starts it (separate processes, real Postgres and NATS), spoken
@@ -18,14 +18,8 @@ let cliEnv: NodeJS.ProcessEnv;
 beforeAll(async () => {
   database = await createTestDatabase();
   namespace = createTestNamespace();
-  mesh = await startMesh({
+  mesh = await startTestMesh({
     databaseUrl: database.url,
-    natsUrl: process.env.NATS_URL ?? "nats://127.0.0.1:4222",
-    host: "127.0.0.1",
-    port: await freePort(),
-    servicePorts: await freeServicePorts(),
-    metricsPorts: await freeMetricsPorts(),
-    output: "pipe",
     // A long cache lifetime: only the rotation event can explain an old key's 401.
     env: { EVENTS_NAMESPACE: namespace.namespace, KEY_CACHE_TTL_MS: "600000", LOG_LEVEL: "warn" },
   });

@@ -8,8 +8,8 @@ import {
   type TestNamespace,
 } from "@affiliate/testing";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { type Mesh, startMesh } from "../src/mesh.js";
-import { eventually, freePort, runTool } from "./helpers.js";
+import type { Mesh } from "../src/mesh.js";
+import { eventually, runTool, startTestMesh } from "./helpers.js";
 
 /**
  * Every service serves Prometheus metrics on its own METRICS_PORT: the mesh is started as
@@ -24,27 +24,8 @@ let key: string;
 beforeAll(async () => {
   database = await createTestDatabase();
   namespace = createTestNamespace();
-  mesh = await startMesh({
+  mesh = await startTestMesh({
     databaseUrl: database.url,
-    natsUrl: process.env.NATS_URL ?? "nats://127.0.0.1:4222",
-    host: "127.0.0.1",
-    port: await freePort(),
-    servicePorts: {
-      partners: await freePort(),
-      ledger: await freePort(),
-      payouts: await freePort(),
-      notifier: await freePort(),
-      privacy: await freePort(),
-    },
-    metricsPorts: {
-      gateway: await freePort(),
-      partners: await freePort(),
-      ledger: await freePort(),
-      payouts: await freePort(),
-      notifier: await freePort(),
-      privacy: await freePort(),
-    },
-    output: "pipe",
     env: { EVENTS_NAMESPACE: namespace.namespace, LOG_LEVEL: "warn", PAYOUT_INTERVAL_MS: "0" },
   });
   const created = await runTool("admin", ["products", "create", "--name", "Metrics e2e"], {

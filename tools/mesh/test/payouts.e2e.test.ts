@@ -2,8 +2,8 @@ import { randomBytes } from "node:crypto";
 import { createTestDatabase, createTestNamespace, type TestDatabase, type TestNamespace } from "@affiliate/testing";
 import { connect } from "nats";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { type Mesh, startMesh } from "../src/mesh.js";
-import { eventually, freeMetricsPorts, freePort, freeServicePorts, runTool } from "./helpers.js";
+import type { Mesh } from "../src/mesh.js";
+import { eventually, runTool, startTestMesh } from "./helpers.js";
 
 /**
  * Money moving back and out through the whole mesh, and a fault: the payouts service is down
@@ -18,14 +18,8 @@ let key: string;
 beforeAll(async () => {
   database = await createTestDatabase();
   namespace = createTestNamespace();
-  mesh = await startMesh({
+  mesh = await startTestMesh({
     databaseUrl: database.url,
-    natsUrl: process.env.NATS_URL ?? "nats://127.0.0.1:4222",
-    host: "127.0.0.1",
-    port: await freePort(),
-    servicePorts: await freeServicePorts(),
-    metricsPorts: await freeMetricsPorts(),
-    output: "pipe",
     env: { EVENTS_NAMESPACE: namespace.namespace, LOG_LEVEL: "warn", PAYOUT_INTERVAL_MS: "0" },
   });
   const created = await runTool("admin", ["products", "create", "--name", "Payouts e2e"], {

@@ -1,8 +1,8 @@
 import http from "node:http";
 import { createTestDatabase, createTestNamespace, type TestDatabase, type TestNamespace } from "@affiliate/testing";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { type Mesh, startMesh } from "../src/mesh.js";
-import { eventually, freeMetricsPorts, freePort, freeServicePorts, runTool } from "./helpers.js";
+import type { Mesh } from "../src/mesh.js";
+import { eventually, runTool, startTestMesh } from "./helpers.js";
 
 /**
  * The mesh as an orchestrator keeps it: a service that dies comes back by itself while the others
@@ -17,14 +17,8 @@ let key: string;
 beforeAll(async () => {
   database = await createTestDatabase();
   namespace = createTestNamespace();
-  mesh = await startMesh({
+  mesh = await startTestMesh({
     databaseUrl: database.url,
-    natsUrl: process.env.NATS_URL ?? "nats://127.0.0.1:4222",
-    host: "127.0.0.1",
-    port: await freePort(),
-    servicePorts: await freeServicePorts(),
-    metricsPorts: await freeMetricsPorts(),
-    output: "pipe",
     // The load below must meet the drain, not the rate limit.
     env: { EVENTS_NAMESPACE: namespace.namespace, LOG_LEVEL: "warn", RATE_LIMIT_PER_MINUTE: "1000000" },
   });

@@ -3,8 +3,8 @@ import { createServer, type IncomingMessage, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { createTestDatabase, createTestNamespace, type TestDatabase, type TestNamespace } from "@affiliate/testing";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { type Mesh, startMesh } from "../src/mesh.js";
-import { eventually, freeMetricsPorts, freePort, freeServicePorts, runTool } from "./helpers.js";
+import type { Mesh } from "../src/mesh.js";
+import { eventually, runTool, startTestMesh } from "./helpers.js";
 
 /**
  * One trace across processes: the mesh exports spans over OTLP/HTTP (JSON) to a collector this
@@ -110,14 +110,8 @@ beforeAll(async () => {
 
   database = await createTestDatabase();
   namespace = createTestNamespace();
-  mesh = await startMesh({
+  mesh = await startTestMesh({
     databaseUrl: database.url,
-    natsUrl: process.env.NATS_URL ?? "nats://127.0.0.1:4222",
-    host: "127.0.0.1",
-    port: await freePort(),
-    servicePorts: await freeServicePorts(),
-    metricsPorts: await freeMetricsPorts(),
-    output: "pipe",
     env: {
       EVENTS_NAMESPACE: namespace.namespace,
       LOG_LEVEL: "info",

@@ -3,8 +3,8 @@ import type { Queryable } from "@affiliate/platform";
 import { createTestDatabase, createTestNamespace, type TestDatabase, type TestNamespace } from "@affiliate/testing";
 import postgres from "postgres";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { type Mesh, startMesh } from "../src/mesh.js";
-import { freePort, freeServicePorts, runTool } from "./helpers.js";
+import type { Mesh } from "../src/mesh.js";
+import { runTool, startTestMesh } from "./helpers.js";
 
 /**
  * Tracking at volume through the whole mesh: POST /events/batch, and concurrent single POST
@@ -31,13 +31,8 @@ async function api(method: string, path: string, body?: unknown, apiKey = key) {
 beforeAll(async () => {
   database = await createTestDatabase();
   namespace = createTestNamespace();
-  mesh = await startMesh({
+  mesh = await startTestMesh({
     databaseUrl: database.url,
-    natsUrl: process.env.NATS_URL ?? "nats://127.0.0.1:4222",
-    host: "127.0.0.1",
-    port: await freePort(),
-    servicePorts: await freeServicePorts(),
-    output: "pipe",
     env: { EVENTS_NAMESPACE: namespace.namespace, LOG_LEVEL: "warn", PAYOUT_INTERVAL_MS: "0" },
   });
   const created = await runTool("admin", ["products", "create", "--name", "Tracking e2e"], {

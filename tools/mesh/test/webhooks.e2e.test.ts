@@ -5,8 +5,8 @@ import { createTestDatabase, createTestNamespace, type TestDatabase, type TestNa
 import { connect } from "nats";
 import postgres from "postgres";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { type Mesh, startMesh } from "../src/mesh.js";
-import { eventually, freeMetricsPorts, freePort, freeServicePorts, runTool } from "./helpers.js";
+import type { Mesh } from "../src/mesh.js";
+import { eventually, runTool, startTestMesh } from "./helpers.js";
 
 /**
  * Webhooks through the whole mesh, each service its own process as `npm start` runs them: what
@@ -92,14 +92,8 @@ beforeAll(async () => {
   receiver = await new Receiver().start();
   database = await createTestDatabase();
   namespace = createTestNamespace();
-  mesh = await startMesh({
+  mesh = await startTestMesh({
     databaseUrl: database.url,
-    natsUrl: process.env.NATS_URL ?? "nats://127.0.0.1:4222",
-    host: "127.0.0.1",
-    port: await freePort(),
-    servicePorts: await freeServicePorts(),
-    metricsPorts: await freeMetricsPorts(),
-    output: "pipe",
     env: { EVENTS_NAMESPACE: namespace.namespace, LOG_LEVEL: "warn", PAYOUT_INTERVAL_MS: "0" },
   });
   await captureOutboxRows();
