@@ -40,3 +40,16 @@ export const port = (fallback: number) =>
     .transform(Number)
     .pipe(z.number().max(65535))
     .default(fallback);
+
+/**
+ * Where an internal service is reached (`<NAME>_URL`): one URL whose name resolves to every
+ * replica (a headless Service), or several URLs separated by commas (replicas at fixed
+ * addresses). createRpcTransport balances calls over all of them.
+ */
+export const serviceUrls = z.string().refine(
+  (value) => {
+    const entries = value.split(",").map((entry) => entry.trim());
+    return entries.every((entry) => /^https?:\/\//.test(entry) && URL.canParse(entry));
+  },
+  { message: "must be an http(s) URL, or several separated by commas" },
+);

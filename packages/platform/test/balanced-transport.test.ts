@@ -7,8 +7,8 @@ import { silentLogger } from "./helpers.js";
 
 /**
  * Per-call balancing over the addresses a service's name resolves to, as a headless Service's
- * DNS answers with its ready pods: two replicas listen on the same port at two loopback
- * addresses, and each answers GetProgram with its own name.
+ * DNS answers with its ready pods (two replicas on the same port at two loopback addresses), or
+ * over a list of URLs; each replica answers GetProgram with its own name.
  */
 const servers: RpcServer[] = [];
 const transports: BalancedTransport[] = [];
@@ -73,7 +73,7 @@ describe("createRpcTransport balancing", () => {
 
     answer = ["127.0.0.2"];
     await transport.refresh();
-    expect(transport.addresses()).toEqual(["127.0.0.2"]);
+    expect(transport.addresses()).toEqual([`http://127.0.0.2:${port}`]);
     expect(tally(await callTimes(4))).toEqual({ b: 4 });
 
     answer = new Error("SERVFAIL");
@@ -97,5 +97,52 @@ describe("createRpcTransport balancing", () => {
     transports.push(transport);
     expect((await createClient(PartnersService, transport).getProgram({})).program?.name).toBe("a");
     expect(resolved).toBe(0);
+  });
+
+  it("spreads calls over a comma-separated list of URLs, ports and all", async () => {
+    const a = await replica("127.0.0.1", 0, "a");
+    const b = await replica("127.0.0.1", 0, "b");
+    const transport = createRpcTransport(`http://127.0.0.1:${a.port}, http://127.0.0.1:${b.port}`);
+    transports.push(transport);
+    const partners = createClient(PartnersService, transport);
+    const answered: string[] = [];
+    for (let i = 0; i < 6; i++) answered.push((await partners.getProgram({})).program?.name ?? "");
+    expect(tally(answered)).toEqual({ a: 3, b: 3 });
+  });
+
+  it("sends a call a draining replica refused to the other one, and passes the drained one over", async () => {
+    const a = await replica("127.0.0.1", 0, "a");
+    const b = await replica("127.0.0.1", 0, "b");
+    const transport = createRpcTransport(`http://127.0.0.1:${a.port},http://127.0.0.1:${b.port}`);
+    transports.push(transport);
+    const partners = createClient(PartnersService, transport);
+    // Both connections open and in use.
+    for (let i = 0; i < 4; i++) await partners.getProgram({});
+
+    await a.close();
+    servers.splice(servers.indexOf(a), 1);
+    const answered: string[] = [];
+    for (let i = 0; i < 6; i++) answered.push((await partners.getProgram({})).program?.name ?? "");
+    expect(tally(answered)).toEqual({ b: 6 });
+  });
+
+  it("takes a replica back once it listens again", async () => {
+    const a = await replica("127.0.0.1", 0, "a");
+    const b = await replica("127.0.0.1", 0, "b");
+    const transport = createRpcTransport(`http://127.0.0.1:${a.port},http://127.0.0.1:${b.port}`);
+    transports.push(transport);
+    const partners = createClient(PartnersService, transport);
+    await a.close();
+    servers.splice(servers.indexOf(a), 1);
+    for (let i = 0; i < 2; i++) expect((await partners.getProgram({})).program?.name).toBe("b");
+
+    await replica("127.0.0.1", a.port, "a again");
+    const answered = new Set<string>();
+    const deadline = Date.now() + 10_000;
+    while (!answered.has("a again") && Date.now() < deadline) {
+      answered.add((await partners.getProgram({})).program?.name ?? "");
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+    expect([...answered].sort()).toEqual(["a again", "b"]);
   });
 });

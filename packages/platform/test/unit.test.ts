@@ -3,7 +3,7 @@ import { createHmac } from "node:crypto";
 import { fileURLToPath } from "node:url";
 import { Code, ConnectError } from "@connectrpc/connect";
 import { describe, expect, expectTypeOf, it } from "vitest";
-import { baseConfigShape, loadConfig, port } from "../src/config.js";
+import { baseConfigShape, loadConfig, port, serviceUrls } from "../src/config.js";
 import {
   DomainError,
   type DomainErrorKind,
@@ -240,6 +240,15 @@ describe("loadConfig", () => {
   it("refuses an empty, non-numeric or out-of-range port instead of picking a random one", () => {
     for (const bad of ["", "abc", "70000", "-1", "80.5"]) expect(port(8080).safeParse(bad).success).toBe(false);
     expect(port(8080).parse("0")).toBe(0);
+  });
+
+  it("takes a service's address as one URL or several, comma-separated, and refuses anything else", () => {
+    for (const good of ["http://ledger:7102", "http://10.0.0.5:7102,http://10.0.0.6:7102", "https://a:1, http://b:2"]) {
+      expect(serviceUrls.safeParse(good).success, good).toBe(true);
+    }
+    for (const bad of ["", "ledger:7102", "http://a:1,", "ftp://a:1", "http://a:1,not a url"]) {
+      expect(serviceUrls.safeParse(bad).success, bad).toBe(false);
+    }
   });
 
   it("fills in the defaults", () => {

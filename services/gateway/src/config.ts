@@ -1,4 +1,4 @@
-import { baseConfigShape, loadConfig, port } from "@affiliate/platform";
+import { baseConfigShape, loadConfig, port, serviceUrls } from "@affiliate/platform";
 import { z } from "zod";
 
 const perMinute = (fallback: number) => z.coerce.number().int().min(1).default(fallback);
@@ -9,11 +9,11 @@ export const gatewayConfigShape = {
   HOST: z.string().min(1).default("127.0.0.1"),
   /** Prometheus metrics (GET /metrics), on HOST; never the public port. */
   METRICS_PORT: port(9080),
-  PARTNERS_URL: z.url().default("http://127.0.0.1:7101"),
-  LEDGER_URL: z.url().default("http://127.0.0.1:7102"),
-  PAYOUTS_URL: z.url().default("http://127.0.0.1:7103"),
-  NOTIFIER_URL: z.url().default("http://127.0.0.1:7105"),
-  PRIVACY_URL: z.url().default("http://127.0.0.1:7104"),
+  PARTNERS_URL: serviceUrls.default("http://127.0.0.1:7101"),
+  LEDGER_URL: serviceUrls.default("http://127.0.0.1:7102"),
+  PAYOUTS_URL: serviceUrls.default("http://127.0.0.1:7103"),
+  NOTIFIER_URL: serviceUrls.default("http://127.0.0.1:7105"),
+  PRIVACY_URL: serviceUrls.default("http://127.0.0.1:7104"),
   /** Requests per minute per API key (or per IP when no key is sent) on /api/v1. */
   RATE_LIMIT_PER_MINUTE: perMinute(6000),
   /**

@@ -1,4 +1,4 @@
-import { baseConfigShape, loadConfig, port } from "@affiliate/platform";
+import { baseConfigShape, loadConfig, port, serviceUrls } from "@affiliate/platform";
 import { z } from "zod";
 
 export const configShape = {
@@ -7,8 +7,8 @@ export const configShape = {
   RPC_HOST: z.string().default("127.0.0.1"),
   /** Prometheus metrics (GET /metrics), on RPC_HOST; never the RPC port. */
   METRICS_PORT: port(9103),
-  PARTNERS_URL: z.string().url().default("http://127.0.0.1:7101"),
-  LEDGER_URL: z.string().url().default("http://127.0.0.1:7102"),
+  PARTNERS_URL: serviceUrls.default("http://127.0.0.1:7101"),
+  LEDGER_URL: serviceUrls.default("http://127.0.0.1:7102"),
   /** Signs page tokens; must be equal on every replica. */
   PAGE_TOKEN_SECRET: z.string().min(16).default("local-development-page-token-secret"),
   DATABASE_POOL_SIZE: z.coerce.number().int().min(1).max(100).default(10),

@@ -1,12 +1,12 @@
-import { baseConfigShape, loadConfig, port } from "@affiliate/platform";
+import { baseConfigShape, loadConfig, port, serviceUrls } from "@affiliate/platform";
 import { z } from "zod";
 
-/** An owner's address; empty counts as unset (the owner is not called and not listed). */
+/** An owner's address (see serviceUrls); empty counts as unset (the owner is not called and not listed). */
 const ownerUrl = z
   .string()
   .optional()
   .transform((value) => (value ? value : undefined))
-  .pipe(z.url().optional());
+  .pipe(serviceUrls.optional());
 
 export const configShape = {
   ...baseConfigShape,

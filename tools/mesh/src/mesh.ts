@@ -12,13 +12,24 @@ export interface MeshOptions {
   /** Address of the public gateway. */
   host: string;
   port: number;
-  /** Ports of the internal services by name; defaults to each service's default port. */
+  /**
+   * Ports of the internal services by instance name (see `replicas`); each service's first
+   * instance defaults to its default port, a further one to any free port. `gateway-2` and on
+   * are named here too (the first gateway listens on `port`).
+   */
   servicePorts?: Record<string, number>;
   /**
-   * METRICS_PORT of each service by name. A service not named here gets its default metrics port,
-   * or any free port when that one is taken (several meshes on one machine).
+   * METRICS_PORT of each instance by name. One not named here gets its service's default metrics
+   * port, or any free port when that one is taken (several meshes or replicas on one machine).
    */
   metricsPorts?: Record<string, number>;
+  /**
+   * How many processes (replicas) of each service to run, by service name; 1 when not named.
+   * The first is named as its service (`ledger`), the others `ledger-2`, `ledger-3`… Callers of
+   * an internal service get every replica's URL and balance over them (createRpcTransport); the
+   * gateways each listen on a port of their own, for a balancer in front (`gatewayUrls`).
+   */
+  replicas?: Record<string, number>;
   /** Extra environment for every service (EVENTS_NAMESPACE, OTEL_*, rate limits…). */
   env?: Record<string, string>;
   /** "inherit" streams the services' JSON logs; "pipe" keeps the last lines for diagnostics. */
@@ -35,20 +46,23 @@ export interface MeshOptions {
 }
 
 export interface Mesh {
+  /** The first gateway. */
   gatewayUrl: string;
-  /** The internal URL of each service, by name. */
+  /** Every gateway replica, first to last. */
+  gatewayUrls: string[];
+  /** Where callers reach each internal service, by service name: its replicas' URLs, comma-separated. */
   urls: Record<string, string>;
-  /** Where each service serves its Prometheus metrics, by name. */
+  /** Where each instance serves its Prometheus metrics, by instance name. */
   metricsUrls: Record<string, string>;
-  /** Each service's current process id, by name (a restarted service has a new one). */
+  /** Each instance's current process id, by instance name (a restarted one has a new one). */
   pids: Record<string, number>;
   /** The last lines the services and the supervisor printed (only with output "pipe"). */
   recentOutput(): string[];
-  /** SIGTERM to every service, gateway first, each drained before the next; SIGKILL after 15 s. */
+  /** SIGTERM to every instance, gateways first, each drained before the next; SIGKILL after 15 s. */
   stop(): Promise<void>;
-  /** Stops one service (SIGTERM) and keeps it down, as a drained replica (fault tests). */
+  /** Stops one instance (SIGTERM) and keeps it down, as a drained replica (fault tests). */
   stopService(name: string): Promise<void>;
-  /** Starts a stopped service again with the same environment and waits until it is ready. */
+  /** Starts a stopped instance again with the same environment and waits until it is ready. */
   startService(name: string): Promise<void>;
 }
 
@@ -156,8 +170,10 @@ const describeExit = (code: number | null, signal: NodeJS.Signals | null) =>
 
 const inSeconds = (ms: number) => `${ms / 1000} s`;
 
-/** One service under supervision: its current process and its recent crashes. */
+/** One instance (a replica of a service) under supervision: its current process and its recent crashes. */
 interface Supervised {
+  /** The service's name for its first instance, `<service>-<n>` for the n-th. */
+  name: string;
   service: ServiceDefinition;
   port: number;
   /** Chosen at the first launch and kept across restarts. */
@@ -191,19 +207,23 @@ export async function startMesh(options: MeshOptions): Promise<Mesh> {
   const problem = await preflight(options.databaseUrl, options.natsUrl);
   if (problem) throw new MeshError(problem);
 
-  const supervised = new Map<string, Supervised>(
-    services.map((service) => [
-      service.name,
-      {
-        service,
-        port:
-          service.protocol === "http" ? options.port : (options.servicePorts?.[service.name] ?? service.defaultPort),
-        held: false,
-        crashesInARow: 0,
-        readyAt: 0,
-      },
-    ]),
-  );
+  const supervised = new Map<string, Supervised>();
+  for (const service of services) {
+    for (let n = 1; n <= (options.replicas?.[service.name] ?? 1); n++) {
+      const name = n === 1 ? service.name : `${service.name}-${n}`;
+      const host = service.protocol === "http" ? options.host : "127.0.0.1";
+      // The first gateway listens on `port`; every other instance may be placed by `servicePorts`.
+      const placed = service.protocol === "http" && n === 1 ? options.port : options.servicePorts?.[name];
+      const port = placed ?? (n === 1 ? service.defaultPort : await anyFreePort(host));
+      supervised.set(name, { name, service, port, held: false, crashesInARow: 0, readyAt: 0 });
+    }
+  }
+  const instancesOf = (service: ServiceDefinition) => [...supervised.values()].filter((e) => e.service === service);
+  /** Where callers reach a service: every replica's URL, comma-separated (see createRpcTransport). */
+  const callerUrl = (service: ServiceDefinition) =>
+    instancesOf(service)
+      .map(({ port }) => `http://127.0.0.1:${port}`)
+      .join(",");
   const baseEnv: NodeJS.ProcessEnv = {
     ...process.env,
     DATABASE_URL: options.databaseUrl,
@@ -212,15 +232,15 @@ export async function startMesh(options: MeshOptions): Promise<Mesh> {
     WEBHOOK_ALLOW_PRIVATE: "true",
     ...options.env,
   };
-  for (const { service, port } of supervised.values()) Object.assign(baseEnv, service.addressEnv?.(port));
+  for (const service of services) Object.assign(baseEnv, service.addressEnv?.(callerUrl(service)));
   await migrateAll(baseEnv, output, lines);
 
   /** Spawns the service and waits until it is ready; from then on its death is a crash. */
   const launch = async (entry: Supervised) => {
-    const { service, port } = entry;
+    const { name, service, port } = entry;
     const host = service.protocol === "http" ? options.host : "127.0.0.1";
     entry.metricsPort ??=
-      options.metricsPorts?.[service.name] ??
+      options.metricsPorts?.[name] ??
       ((await portIsFree(service.defaultMetricsPort, host)) ? service.defaultMetricsPort : await anyFreePort(host));
     const { metricsPort } = entry;
     for (const [taken, variable] of [
@@ -228,9 +248,7 @@ export async function startMesh(options: MeshOptions): Promise<Mesh> {
       [metricsPort, metricsPortVariable(service)],
     ] as const) {
       if (!(await portIsFree(taken, host))) {
-        throw new MeshError(
-          `port ${taken} for ${service.name} is already in use (another mesh?); stop it or set ${variable}`,
-        );
+        throw new MeshError(`port ${taken} for ${name} is already in use (another mesh?); stop it or set ${variable}`);
       }
     }
     const child = spawn(process.execPath, ["--import", "@affiliate/platform/instrumentation", "dist/main.js"], {
@@ -250,20 +268,18 @@ export async function startMesh(options: MeshOptions): Promise<Mesh> {
     child.on("exit", (code, signal) => {
       // Before it is ready, the wait below reports the failure; on purpose, it is no crash.
       if (ready && !entry.held && entry.child === child)
-        crashed(entry, `${service.name} exited (${describeExit(code, signal)})`);
+        crashed(entry, `${name} exited (${describeExit(code, signal)})`);
     });
     const deadline = Date.now() + (options.readyTimeoutMs ?? 60_000);
     while (!(await probe(service.protocol, port))) {
       if (options.signal?.aborted) throw new MeshError("start-up interrupted");
-      if (entry.held) throw new MeshError(`${service.name} was stopped before it was ready`);
+      if (entry.held) throw new MeshError(`${name} was stopped before it was ready`);
       if (child.exitCode !== null || child.signalCode !== null) {
-        throw new MeshError(
-          `${service.name} exited (${describeExit(child.exitCode, child.signalCode)}) before it was ready`,
-        );
+        throw new MeshError(`${name} exited (${describeExit(child.exitCode, child.signalCode)}) before it was ready`);
       }
       if (Date.now() > deadline) {
         child.kill("SIGKILL");
-        throw new MeshError(`${service.name} was not ready on port ${port} in time`);
+        throw new MeshError(`${name} was not ready on port ${port} in time`);
       }
       await sleep(200);
     }
@@ -277,7 +293,7 @@ export async function startMesh(options: MeshOptions): Promise<Mesh> {
   };
 
   const scheduleRestart = (entry: Supervised, what: string) => {
-    const { name } = entry.service;
+    const { name } = entry;
     const crashes = entry.crashesInARow;
     const delay = Math.min(restartBackoff.firstDelayMs * 2 ** (crashes - 1), restartBackoff.maxDelayMs);
     const loop = crashes >= crashLoopAfter ? ": it keeps dying, see its log above" : "";
@@ -310,18 +326,18 @@ export async function startMesh(options: MeshOptions): Promise<Mesh> {
   };
   const entryNamed = (name: string) => {
     const entry = supervised.get(name);
-    if (!entry) throw new MeshError(`no service named ${name}`);
+    if (!entry) throw new MeshError(`no service instance named ${name}`);
     return entry;
   };
-  // Gateway first: it stops taking requests while its callees can still answer the ones in flight.
+  // Gateways first: they stop taking requests while their callees can still answer the ones in flight.
   const stop = async () => {
-    for (const service of [...services].reverse()) await stopOne(entryNamed(service.name));
+    for (const entry of [...supervised.values()].reverse()) await stopOne(entry);
   };
 
   try {
-    for (const service of services) {
+    for (const entry of supervised.values()) {
       if (options.signal?.aborted) throw new MeshError("start-up interrupted");
-      await launch(entryNamed(service.name));
+      await launch(entry);
     }
   } catch (error) {
     await stop();
@@ -329,9 +345,14 @@ export async function startMesh(options: MeshOptions): Promise<Mesh> {
     throw error;
   }
 
+  const publicHost = options.host.includes(":") ? `[${options.host}]` : options.host;
+  const gatewayUrls = [...supervised.values()]
+    .filter(({ service }) => service.protocol === "http")
+    .map(({ port }) => `http://${publicHost}:${port}`);
   return {
-    gatewayUrl: `http://${options.host.includes(":") ? `[${options.host}]` : options.host}:${options.port}`,
-    urls: Object.fromEntries([...supervised].map(([name, { port }]) => [name, `http://127.0.0.1:${port}`])),
+    gatewayUrl: gatewayUrls[0] ?? "",
+    gatewayUrls,
+    urls: Object.fromEntries(services.map((service) => [service.name, callerUrl(service)])),
     get metricsUrls() {
       return Object.fromEntries(
         [...supervised].map(([name, { service, metricsPort }]) => {

@@ -11,8 +11,8 @@ export interface ServiceDefinition {
   migrates: boolean;
   /** Env naming where the service listens, given its port. */
   listenEnv(port: number, host: string): Record<string, string>;
-  /** Env other services use to reach it. */
-  addressEnv?: (port: number) => Record<string, string>;
+  /** Env other services use to reach it, given its URL (or its replicas' URLs, comma-separated). */
+  addressEnv?: (url: string) => Record<string, string>;
   /** "rpc": HTTP/2 cleartext with /readyz; "http": the public HTTP/1.1 gateway. */
   protocol: "rpc" | "http";
   defaultPort: number;
@@ -33,7 +33,7 @@ function rpcService(name: string, defaultPort: number, defaultMetricsPort: numbe
     defaultPort,
     defaultMetricsPort,
     listenEnv: (port, host) => ({ RPC_PORT: String(port), RPC_HOST: host }),
-    addressEnv: (port) => ({ [urlVariable(name)]: `http://127.0.0.1:${port}` }),
+    addressEnv: (url) => ({ [urlVariable(name)]: url }),
   };
 }
 

@@ -31,43 +31,61 @@ export async function freePort(): Promise<number> {
   }
 }
 
-/** A free port for every internal service, so that runs side by side never meet on a default port. */
-export async function freeServicePorts(): Promise<Record<string, number>> {
+/** The instance names of a mesh with `replicas`: `ledger`, `ledger-2`… (see MeshOptions.replicas). */
+function instanceNames(replicas: Record<string, number> = {}): { name: string; protocol: "rpc" | "http" }[] {
+  return services.flatMap((service) =>
+    Array.from({ length: replicas[service.name] ?? 1 }, (_, i) => ({
+      name: i === 0 ? service.name : `${service.name}-${i + 1}`,
+      protocol: service.protocol,
+    })),
+  );
+}
+
+/**
+ * A free port for every internal service instance (and every gateway after the first, which
+ * listens on the mesh's `port`), so that runs side by side never meet on a default port.
+ */
+export async function freeServicePorts(replicas?: Record<string, number>): Promise<Record<string, number>> {
   const ports: Record<string, number> = {};
-  for (const service of services.filter((s) => s.protocol === "rpc")) ports[service.name] = await freePort();
+  for (const { name, protocol } of instanceNames(replicas)) {
+    if (protocol === "rpc" || name !== "gateway") ports[name] = await freePort();
+  }
   return ports;
 }
 
 /**
- * A free metrics port for every service. The launcher's own fallback (the default if free, else
+ * A free metrics port for every instance. The launcher's own fallback (the default if free, else
  * any) checks before the service binds, so two meshes starting side by side can still race for
  * a default; tests name theirs.
  */
-export async function freeMetricsPorts(): Promise<Record<string, number>> {
+export async function freeMetricsPorts(replicas?: Record<string, number>): Promise<Record<string, number>> {
   const ports: Record<string, number> = {};
-  for (const service of services) ports[service.name] = await freePort();
+  for (const { name } of instanceNames(replicas)) ports[name] = await freePort();
   return ports;
 }
 
 /**
  * The mesh as `npm start` starts it, on free ports of its own (public, RPC and metrics, so runs
  * side by side never meet), its output piped: what every end-to-end test starts. `env` reaches
- * every service; Postgres and NATS default to the test run's.
+ * every service; Postgres and NATS default to the test run's; `replicas` runs several processes
+ * of a service (MeshOptions.replicas).
  */
 export async function startTestMesh(options: {
   databaseUrl: string;
   natsUrl?: string;
   env: Record<string, string>;
+  replicas?: Record<string, number>;
 }): Promise<Mesh> {
   return startMesh({
     databaseUrl: options.databaseUrl,
     natsUrl: options.natsUrl ?? process.env.NATS_URL ?? "nats://127.0.0.1:4222",
     host: "127.0.0.1",
     port: await freePort(),
-    servicePorts: await freeServicePorts(),
-    metricsPorts: await freeMetricsPorts(),
+    servicePorts: await freeServicePorts(options.replicas),
+    metricsPorts: await freeMetricsPorts(options.replicas),
     output: "pipe",
     env: options.env,
+    ...(options.replicas ? { replicas: options.replicas } : {}),
   });
 }
 
