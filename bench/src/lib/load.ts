@@ -1,5 +1,5 @@
 import autocannon from "autocannon";
-import { meterCpu, type ProcessSet } from "./cpu.js";
+import { cpuSeconds, meterCpu, type ProcessSet } from "./cpu.js";
 import { summarize } from "./latency.js";
 
 /** One kind of request to put under load. */
@@ -78,31 +78,55 @@ interface Round {
   timeouts: number;
 }
 
-/** Pause between cases, and longest wait for the database to go quiet (see `settle`). */
+/** Pause between cases, and longest wait for the database and the services to go quiet (see `settle`). */
 const settleMs = 1000;
 const quietTimeoutMs = 60_000;
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 const samplingMs = 250;
+/** Metered processes together below this share of one core are idle (timers and polls only). */
+const idleCores = 0.1;
+
+/** CPU seconds of every metered process per wall second, over one sampling interval. */
+async function coresBusyNow(processes: ProcessSet): Promise<number> {
+  const pids = Object.values(await processes()).flat();
+  const total = async () => {
+    let sum = 0;
+    for (const pid of pids) sum += (await cpuSeconds(pid)) ?? 0;
+    return sum;
+  };
+  const before = await total();
+  await sleep(samplingMs);
+  return ((await total()) - before) / (samplingMs / 1000);
+}
 
 /**
- * Waits until the work of the previous case is over: requests cut off when autocannon stops are
- * still being served (a service keeps a transaction going after its caller gave up), and their
- * lock waits and deadlocks would otherwise be counted against the next case.
+ * Waits until the work of the previous case is over, so that it is counted against that case
+ * and not the next: requests cut off when autocannon stops are still being served (a service
+ * keeps a transaction going after its caller gave up), and what the requests set off in the
+ * background (the outbox relay, the notifier recording each commission and sending its email,
+ * the payouts consumer) runs for a while after the last answer. So: no statement running in
+ * the database and the metered processes idle, twice in a row.
  */
-async function settle(probe: DatabaseProbe | undefined): Promise<void> {
+async function settle(probe: DatabaseProbe | undefined, processes: ProcessSet | undefined): Promise<void> {
   await sleep(settleMs);
   const deadline = Date.now() + quietTimeoutMs;
-  while (probe && Date.now() < deadline && (await probe.activity()).active > 0) await sleep(samplingMs);
+  let quietInARow = 0;
+  while (quietInARow < 2 && Date.now() < deadline) {
+    const databaseQuiet = !probe || (await probe.activity()).active === 0;
+    const processesQuiet = !processes || (await coresBusyNow(processes)) < idleCores;
+    quietInARow = databaseQuiet && processesQuiet ? quietInARow + 1 : 0;
+    if (!processes) await sleep(samplingMs);
+  }
 }
 
 /**
  * Runs `work` while sampling the database every 250 ms, then lets what `work` left running
  * finish (`settle`) before counting deadlocks: both belong to this case, not the next.
  */
-async function sampled<T>(probe: DatabaseProbe | undefined, work: () => Promise<T>) {
+async function sampled<T>(probe: DatabaseProbe | undefined, processes: ProcessSet | undefined, work: () => Promise<T>) {
   if (!probe) {
     const value = await work();
-    await settle(probe);
+    await settle(probe, processes);
     return { value, samples: 0, active: 0, lockWaits: 0, deadlocks: 0 };
   }
   const deadlocksBefore = await probe.deadlocks();
@@ -124,7 +148,7 @@ async function sampled<T>(probe: DatabaseProbe | undefined, work: () => Promise<
     running = false;
     await sampler;
   }
-  await settle(probe);
+  await settle(probe, processes);
   return { value, ...totals, deadlocks: (await probe.deadlocks()) - deadlocksBefore };
 }
 
@@ -184,7 +208,7 @@ export async function compareLoads(cases: LoadCase[], options: LoadOptions): Pro
   if (options.warmupS > 0) {
     for (const load of cases) {
       await runOnce(load, options.connections, options.warmupS);
-      await settle(options.database);
+      await settle(options.database, options.processes);
     }
   }
   const roundSeconds = Math.max(1, Math.round(options.durationS / options.rounds));
@@ -197,7 +221,7 @@ export async function compareLoads(cases: LoadCase[], options: LoadOptions): Pro
     for (const load of cases) {
       const started = performance.now();
       const metered = await meterCpu(options.processes ?? (async () => ({})), () =>
-        sampled(options.database, () => runOnce(load, options.connections, roundSeconds)),
+        sampled(options.database, options.processes, () => runOnce(load, options.connections, roundSeconds)),
       );
       wall.set(load.name, (wall.get(load.name) ?? 0) + (performance.now() - started) / 1000);
       const { value: run, ...activity } = metered.value;
@@ -288,7 +312,7 @@ export async function meterWork<T>(
   options: { processes: ProcessSet; database?: DatabaseProbe },
 ): Promise<MeteredWork<T>> {
   const started = performance.now();
-  const metered = await meterCpu(options.processes, () => sampled(options.database, work));
+  const metered = await meterCpu(options.processes, () => sampled(options.database, options.processes, work));
   const wallSeconds = (performance.now() - started) / 1000;
   const { value, samples, active, lockWaits, deadlocks } = metered.value;
   const total = Object.values(metered.cpuSeconds).reduce((sum, seconds) => sum + seconds, 0);
