@@ -20,6 +20,7 @@ import { erasure } from "./sections/erasure.js";
 import { listLatency } from "./sections/list-latency.js";
 import { type RssSample, reportMemory, sampleIdleMemory } from "./sections/memory.js";
 import { payoutGeneration } from "./sections/payout-generation.js";
+import { readsVsInsert } from "./sections/reads-vs-insert.js";
 import { refunds } from "./sections/refunds.js";
 import { statsLatency } from "./sections/stats-latency.js";
 import { trackingThroughput } from "./sections/tracking-throughput.js";
@@ -32,6 +33,18 @@ const unlimited = "100000000";
 const config = loadConfig();
 const results: Record<string, unknown> = {};
 const startedAt = new Date();
+
+/**
+ * With BENCH_CPU_PROF_DIR set, every service writes a V8 CPU profile of its whole life there
+ * when it stops (`--cpu-prof`, `<dir>/CPU.<date>.<pid>.….cpuprofile`; the mesh's pids are
+ * printed at start-up). Only the mesh's processes: the bench itself is not profiled.
+ */
+function cpuProfileEnv(): Record<string, string> {
+  const dir = process.env.BENCH_CPU_PROF_DIR;
+  if (!dir) return {};
+  const options = [process.env.NODE_OPTIONS, "--cpu-prof", `--cpu-prof-dir=${dir}`].filter(Boolean);
+  return { NODE_OPTIONS: options.join(" ") };
+}
 
 /** Clean-up steps, run last-registered first, once, whether the run succeeds, fails or is interrupted. */
 const teardownSteps: (() => Promise<void>)[] = [];
@@ -104,6 +117,7 @@ async function main(): Promise<void> {
       LOG_LEVEL: "warn",
       RATE_LIMIT_PER_MINUTE: unlimited,
       TRACKING_RATE_LIMIT_PER_MINUTE: unlimited,
+      ...cpuProfileEnv(),
     },
     signal: interrupted.signal,
     // A service that dies mid-run is restarted, but the figures around it are not to be trusted.
@@ -138,6 +152,7 @@ async function main(): Promise<void> {
   await section("C", () => bulkRegistration(ctx));
   await section("E", () => trackingThroughput(ctx));
   await section("F", () => statsLatency(ctx));
+  await section("R", () => readsVsInsert(ctx));
   await section("G", () => refunds(ctx));
   await section("H", () => payoutGeneration(ctx));
   await section("I", () => erasure(ctx));

@@ -33,9 +33,14 @@ export interface BenchConfig {
   webhookDeliveries: number;
   /** J: payments per second offered for the commit-to-first-attempt latency, for BENCH_DURATION_S. */
   webhookRate: number;
+  /** R: partnerships of the read product, and the events spread over them and the last 12 months. */
+  readPartnerships: number;
+  readEvents: number;
+  /** R: which cases run (all by default); one case alone is for profiling a read. */
+  readCases: ("insert" | "list" | "stats")[];
 }
 
-export const sectionNames = ["A", "B", "C", "D", "E", "F", "G", "H", "I", "J"] as const;
+export const sectionNames = ["A", "B", "C", "D", "E", "F", "G", "H", "I", "J", "R"] as const;
 export type SectionName = (typeof sectionNames)[number];
 
 function positiveInt(env: NodeJS.ProcessEnv, name: string, fallback: number, min = 1): number {
@@ -55,6 +60,21 @@ function sectionsOf(raw: string | undefined): Set<SectionName> {
   const unknown = wanted.filter((s) => !(sectionNames as readonly string[]).includes(s));
   if (unknown.length > 0) throw new Error(`BENCH_SECTIONS: unknown section(s) ${unknown.join(", ")}`);
   return new Set(wanted as SectionName[]);
+}
+
+const readCases = ["insert", "list", "stats"] as const;
+
+function readCasesOf(raw: string | undefined): BenchConfig["readCases"] {
+  if (!raw) return [...readCases];
+  const wanted = raw
+    .split(",")
+    .map((s) => s.trim().toLowerCase())
+    .filter(Boolean);
+  const unknown = wanted.filter((s) => !(readCases as readonly string[]).includes(s));
+  if (unknown.length > 0 || wanted.length === 0) {
+    throw new Error(`BENCH_READ_CASES: expected some of ${readCases.join(", ")}, got "${raw}"`);
+  }
+  return readCases.filter((name) => wanted.includes(name));
 }
 
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): BenchConfig {
@@ -77,5 +97,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): BenchConfig {
     erasureEvents: positiveInt(env, "BENCH_ERASURE_EVENTS", 10_000),
     webhookDeliveries: positiveInt(env, "BENCH_WEBHOOK_DELIVERIES", 20_000),
     webhookRate: positiveInt(env, "BENCH_WEBHOOK_RATE", 200),
+    readPartnerships: positiveInt(env, "BENCH_READ_PARTNERSHIPS", 10_000),
+    readEvents: positiveInt(env, "BENCH_READ_EVENTS", 200_000),
+    readCases: readCasesOf(env.BENCH_READ_CASES),
   };
 }

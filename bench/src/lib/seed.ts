@@ -111,6 +111,27 @@ interface Rollup {
   commissionsCents: number;
 }
 
+/** What seedEvents adds to one shard of a partnership's rollup (partnership_rollups). */
+interface EventPartnershipRollup {
+  partnershipId: string;
+  shard: number;
+  clicks: number;
+  conversions: number;
+  pendingCount: number;
+  pendingAmountCents: number;
+  approvedCount: number;
+  approvedAmountCents: number;
+}
+
+const zeroFigures = () => ({
+  clicks: 0,
+  conversions: 0,
+  pendingCount: 0,
+  pendingAmountCents: 0,
+  approvedCount: 0,
+  approvedAmountCents: 0,
+});
+
 /** The tracking_events columns both seeders COPY, in the order of their lines. */
 const eventColumns = [
   "id",
@@ -128,8 +149,9 @@ const eventColumns = [
 /**
  * `count` live tracking events of one product spread evenly over the last 364 days (not 365, so
  * that the whole history stays inside a 12m window asked for minutes later), with what the
- * ledger would have written alongside them: a level-1 commission per payment and the daily
- * rollups, one row per UTC day and shard, summing exactly these events. Mix: 80% clicks, 15%
+ * ledger would have written alongside them: a level-1 commission per payment, the daily
+ * rollups (one row per UTC day and shard) and the partnerships' rollups (one row per
+ * partnership and shard), summing exactly these events. Mix: 80% clicks, 15%
  * signups, 5% attributed payments.
  */
 export async function seedEvents(
@@ -148,6 +170,7 @@ export async function seedEvents(
     commissionsCents: 0,
   };
   const rollups = new Map<string, Rollup>();
+  const byPartnership = new Map<string, EventPartnershipRollup>();
   const commissions: string[] = [];
 
   // Oldest first, as events arrive in production: a day's events then sit in neighbouring heap
@@ -170,11 +193,19 @@ export async function seedEvents(
         rollups.set(key, rollup);
       }
       const partnership = partnerships[i % partnerships.length] as SeededPartnership;
+      // The ledger adds each event to one random shard of its partnership's rollup as well.
+      const partnershipKey = `${partnership.id}/${Math.floor(Math.random() * shardCount)}`;
+      let owned = byPartnership.get(partnershipKey);
+      if (!owned) {
+        owned = { partnershipId: partnership.id, shard: Number(partnershipKey.split("/")[1]), ...zeroFigures() };
+        byPartnership.set(partnershipKey, owned);
+      }
       const id = newId("evt");
       const at = occurredAt.toISOString();
       const roll = Math.random();
       if (roll < 0.8) {
         rollup.clicks++;
+        owned.clicks++;
         totals.clicks++;
         yield copyLine([id, productId, "click", partnership.id, `vis_${i}`, null, null, null, null, at]);
       } else if (roll < 0.95) {
@@ -196,6 +227,7 @@ export async function seedEvents(
         const amount = 1000 + Math.floor(Math.random() * 19_000);
         const commission = Math.round((amount * commissionRateBps) / 10_000);
         rollup.conversions++;
+        owned.conversions++;
         rollup.revenueCents += amount;
         rollup.commissionsCents += commission;
         totals.conversions++;
@@ -204,6 +236,13 @@ export async function seedEvents(
         yield copyLine([id, productId, "payment", partnership.id, null, null, `cus_${i}`, amount, `pay_${i}`, at]);
         const holdUntil = new Date(occurredAt.getTime() + holdDays * dayMs);
         const approved = holdUntil.getTime() <= now;
+        if (approved) {
+          owned.approvedCount++;
+          owned.approvedAmountCents += commission;
+        } else {
+          owned.pendingCount++;
+          owned.pendingAmountCents += commission;
+        }
         commissions.push(
           copyLine([
             newId("com"),
@@ -260,7 +299,23 @@ export async function seedEvents(
   for (let start = 0; start < rows.length; start += rowsPerStatement) {
     await sql`insert into ledger.daily_rollups ${sql(rows.slice(start, start + rowsPerStatement))}`;
   }
-  for (const table of ["tracking_events", "commissions", "daily_rollups"]) await sql.unsafe(`analyze ledger.${table}`);
+  const partnershipRows = [...byPartnership.values()].map((r) => ({
+    partnership_id: r.partnershipId,
+    shard: r.shard,
+    product_id: productId,
+    clicks: r.clicks,
+    conversions: r.conversions,
+    pending_count: r.pendingCount,
+    pending_amount_cents: r.pendingAmountCents,
+    approved_count: r.approvedCount,
+    approved_amount_cents: r.approvedAmountCents,
+  }));
+  for (let start = 0; start < partnershipRows.length; start += rowsPerStatement) {
+    await sql`insert into ledger.partnership_rollups ${sql(partnershipRows.slice(start, start + rowsPerStatement))}`;
+  }
+  for (const table of ["tracking_events", "commissions", "daily_rollups", "partnership_rollups"]) {
+    await sql.unsafe(`analyze ledger.${table}`);
+  }
   return totals;
 }
 
