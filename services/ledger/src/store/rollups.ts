@@ -181,7 +181,7 @@ export async function partnershipStats(
            sum(pending_amount_cents + approved_amount_cents + paid_amount_cents) as earned_cents,
            sum(pending_count)::int8 as pending_count, sum(approved_count)::int8 as approved_count,
            sum(pending_amount_cents) as pending_amount_cents, sum(approved_amount_cents) as approved_amount_cents
-    from partnership_rollups where product_id = ${productId} and partnership_id in ${sql(partnershipIds)}
+    from partnership_rollups where product_id = ${productId} and partnership_id = any(${partnershipIds}::text[])
     group by partnership_id`;
   for (const { partnershipId, ...stats } of rows) result.set(partnershipId, stats);
   return result;
