@@ -9,9 +9,9 @@ export interface BenchConfig {
   samples: number;
   /** A: autocannon run per list URL, in seconds (0 skips it). */
   listDurationS: number;
-  /** B, E, G: autocannon run per case, in seconds. */
+  /** B, E, G, J, R: autocannon run per case, in seconds. */
   durationS: number;
-  /** B, E: concurrent connections. */
+  /** B, E, R: concurrent connections. */
   connections: number;
   /** B, E, G and A's load part: cases alternate over this many rounds of durationS / rounds each. */
   rounds: number;
