@@ -29,7 +29,6 @@ import type { FastifyInstance, FastifyRequest } from "fastify";
 import type { z } from "zod";
 import type { ZodOpenApiPathsObject } from "zod-openapi";
 import { parseOrThrow, pathIdOrThrow } from "../../errors.js";
-import { type PartnershipPage, partnershipPageJson } from "../../list-json.js";
 import { type PartnershipStats, type PartnershipStatsSource, statsOf } from "../../stats-source.js";
 
 export interface AffiliatesRouteDeps {
@@ -90,7 +89,7 @@ export async function affiliatesRoutes(app: FastifyInstance, { partners, stats }
     return { results, summary: summarize(results) };
   });
 
-  app.get("/affiliates", async (request, reply) => {
+  app.get("/affiliates", async (request) => {
     const query = parseOrThrow(listAffiliatesQuerySchema, request.query);
     const page = await partners.listPartnerships({
       productId: request.productId,
@@ -100,12 +99,10 @@ export async function affiliatesRoutes(app: FastifyInstance, { partners, stats }
     });
     const ids = page.partnerships.map((partnership) => partnership.id);
     const figures = ids.length > 0 ? await stats.statsFor(request.productId, ids) : new Map<string, PartnershipStats>();
-    const body: PartnershipPage = {
+    return {
       data: page.partnerships.map((partnership) => toPublicPartnership(partnership, statsOf(figures, partnership.id))),
       pagination: { next_cursor: page.nextPageToken || null, has_more: page.nextPageToken !== "" },
     };
-    // A custom serializer leaves the content type to the route: the one every other JSON answer has.
-    return reply.type("application/json; charset=utf-8").serializer(partnershipPageJson).send(body);
   });
 
   app.get("/affiliates/:id", async (request) => {
