@@ -43,9 +43,10 @@ export interface DurableConsumerOptions {
   /**
    * True for an event that `handle` would apply as nothing: it is acked at once, without a
    * transaction or a recorded id (a redelivery is harmless, as it too changes nothing).
-   * Saves the consumer's database a transaction for every event it has no use for.
+   * Saves the consumer's database a transaction, and its commit, for every event it has no use
+   * for. It may ask the database (outside any transaction): what it reads decides as of now.
    */
-  changesNothing?(message: ConsumedEvent): boolean;
+  changesNothing?(message: ConsumedEvent): boolean | Promise<boolean>;
   /**
    * Events applied at once (default 1: one after another, in stream order). More gives up that
    * order, so only for a consumer whose effects do not depend on it and whose `handle` waits on
@@ -139,7 +140,7 @@ export async function startDurableConsumer(options: DurableConsumerOptions): Pro
         `process ${options.subject}`,
         contextFromNatsHeaders(msg.headers),
         async () => {
-          if (options.changesNothing?.(event)) return "skipped";
+          if (await options.changesNothing?.(event)) return "skipped";
           return sql.begin(async (tx) => {
             const [fresh] = await tx`
               insert into applied_events (consumer, event_id) values (${durable}, ${id})

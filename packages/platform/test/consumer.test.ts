@@ -219,6 +219,28 @@ describe("startDurableConsumer", () => {
     expect(await appliedIds(durable)).toEqual([good]);
   });
 
+  it("asks an asynchronous changesNothing (a database read) before any transaction", async () => {
+    const subject = "svc.applied.nothing_async";
+    const durable = "applied_nothing_async";
+    await sql`insert into effects (event_id, subject, data) values ('marker', 'skip-list', ${Buffer.from("a-skip")})`;
+    const { calls } = await consume(
+      subject,
+      durable,
+      () => undefined,
+      async (message) => {
+        const data = Buffer.from(message.data);
+        return (await sql`select 1 from effects where subject = 'skip-list' and data = ${data}`).length > 0;
+      },
+    );
+    await publish(subject, "a-skip");
+    const good = await publish(subject, "b-good");
+
+    await eventually("the good event applied", async () => (await effects(subject)).includes(good));
+    await eventually("both messages acked", () => settled(durable, 2));
+    expect(calls.map((call) => call.id)).toEqual([good]);
+    expect(await appliedIds(durable)).toEqual([good]);
+  });
+
   it("terminates an event whose changesNothing cannot decode it", async () => {
     const subject = "svc.applied.undecodable_filter";
     const durable = "applied_undecodable_filter";

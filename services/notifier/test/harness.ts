@@ -11,6 +11,7 @@ import {
   type NatsConnection,
   PageTokens,
   type Sql,
+  streamName,
   wireSubject,
 } from "@affiliate/platform";
 import { ErasureOwnerService } from "@affiliate/proto/erasure";
@@ -22,7 +23,7 @@ import { create, type DescMessage, type MessageInitShape, type MessageShape, toB
 import { timestampFromDate } from "@bufbuild/protobuf/wkt";
 import { type Client, createClient, createRouterTransport } from "@connectrpc/connect";
 import type { Mailer } from "../src/domain/send-email.js";
-import { startConsumers } from "../src/events/consumers.js";
+import { durableFor, startConsumers } from "../src/events/consumers.js";
 import type { Owners } from "../src/events/owners.js";
 import { subscriptions } from "../src/events/payloads.js";
 import { migrationsDirectory, routes, schema } from "../src/server.js";
@@ -164,6 +165,11 @@ export interface Harness {
     schema: Desc,
     message: MessageShape<Desc> & { id: string },
   ): Promise<void>;
+  /**
+   * Resolves once the notifier has handled every event published on `subject` so far, whether it
+   * recorded it or skipped it without a transaction: its consumer has nothing pending or unacked.
+   */
+  handled(subject: string): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -215,6 +221,15 @@ export async function startHarness(options: { mailer?: Mailer; attemptTimeoutMs?
     workers,
     async publish(subject, messageSchema, message) {
       await js.publish(wireSubject(ns.namespace, subject), toBinary(messageSchema, message), { msgID: message.id });
+    },
+    async handled(subject) {
+      const subscription = subscriptions.find((candidate) => candidate.subject === subject);
+      if (!subscription) throw new Error(`the notifier does not consume ${subject}`);
+      const stream = streamName({ service: subscription.stream, namespace: ns.namespace });
+      await eventually(async () => {
+        const info = await jsm.consumers.info(stream, durableFor(subject));
+        if (info.num_pending + info.num_ack_pending > 0) throw new Error(`${subject}: events still to handle`);
+      });
     },
     async close() {
       await Promise.all(consumers.map((consumer) => consumer.stop()));
