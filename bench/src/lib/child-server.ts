@@ -2,6 +2,7 @@ import { spawn } from "node:child_process";
 import http from "node:http";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
+import type { BenchContext } from "./context.js";
 import { freePort } from "./ports.js";
 
 /** bench/ (this file is bench/src/lib/child-server.ts). */
@@ -66,4 +67,26 @@ export async function startChildServer(script: string, env: Record<string, strin
     await sleep(100);
   }
   return { url: `http://127.0.0.1:${port}`, pid: child.pid ?? 0, stop };
+}
+
+/**
+ * The reference route of sections E and R (`src/insert-server.ts`): a Fastify route doing one
+ * postgres.js INSERT per request into `scratchTable` of the run's database, which it creates.
+ * Stopped at the run's teardown.
+ */
+export async function startInsertReference(ctx: BenchContext, scratchTable: string): Promise<ChildServer> {
+  await ctx.sql.unsafe(`create table if not exists ${scratchTable} (
+    id text primary key,
+    event_type text not null,
+    referral_code text,
+    amount_cents bigint,
+    external_id text,
+    created_at timestamptz not null default now()
+  )`);
+  const server = await startChildServer("insert-server.ts", {
+    DATABASE_URL: ctx.databaseUrl,
+    SCRATCH_TABLE: scratchTable,
+  });
+  ctx.onTeardown(server.stop);
+  return server;
 }

@@ -1,7 +1,7 @@
 import { loadavg } from "node:os";
 import { compactDailyRollups } from "@affiliate/ledger/dist/domain/compact-rollups.js";
 import { createSql } from "@affiliate/platform";
-import { startChildServer } from "../lib/child-server.js";
+import { startInsertReference } from "../lib/child-server.js";
 import { type BenchContext, gatewayHasRoute } from "../lib/context.js";
 import { ratio } from "../lib/latency.js";
 import { compareLoads, describeNon2xx, type LoadCase, type LoadResult } from "../lib/load.js";
@@ -74,19 +74,7 @@ export async function readsVsInsert(ctx: BenchContext): Promise<ReadsVsInsertRes
   const summary = await gateway.json<{ data: { clicks: number } }>(paths.stats, { headers });
   const apiClicks = summary.data.clicks;
 
-  await sql.unsafe(`create table if not exists ${scratchTable} (
-    id text primary key,
-    event_type text not null,
-    referral_code text,
-    amount_cents bigint,
-    external_id text,
-    created_at timestamptz not null default now()
-  )`);
-  const insertServer = await startChildServer("insert-server.ts", {
-    DATABASE_URL: ctx.databaseUrl,
-    SCRATCH_TABLE: scratchTable,
-  });
-  ctx.onTeardown(insertServer.stop);
+  const insertServer = await startInsertReference(ctx, scratchTable);
   let sequence = 0;
   const stamp = Date.now().toString(36);
   const cases: Record<ReadCase, LoadCase> = {

@@ -1,5 +1,5 @@
 import { invariantViolations } from "@affiliate/ledger/dist/store/invariants.js";
-import { startChildServer } from "../lib/child-server.js";
+import { startInsertReference } from "../lib/child-server.js";
 import { type BenchContext, gatewayHasRoute } from "../lib/context.js";
 import { ratio } from "../lib/latency.js";
 import { compareLoads, describeNon2xx, type LoadResult } from "../lib/load.js";
@@ -84,19 +84,7 @@ export async function trackingThroughput(ctx: BenchContext): Promise<TrackingThr
   const first = await gateway.json<TrackedEvent>("/events", { method: "POST", headers, body: payment() }, 201);
   console.log(`  a payment answers with ${first.data.commissions.length} commissions`);
 
-  await sql.unsafe(`create table if not exists ${scratchTable} (
-    id text primary key,
-    event_type text not null,
-    referral_code text,
-    amount_cents bigint,
-    external_id text,
-    created_at timestamptz not null default now()
-  )`);
-  const insertServer = await startChildServer("insert-server.ts", {
-    DATABASE_URL: ctx.databaseUrl,
-    SCRATCH_TABLE: scratchTable,
-  });
-  ctx.onTeardown(insertServer.stop);
+  const insertServer = await startInsertReference(ctx, scratchTable);
   const events = `${mesh.gatewayUrl}/events`;
   const batchOf = (event: () => Record<string, unknown>) => () => ({
     events: Array.from({ length: batchSize }, event),

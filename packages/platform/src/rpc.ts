@@ -210,9 +210,10 @@ export interface RpcTransportOptions {
  * separated by commas. Calls are balanced one by one over every address they name (a name
  * resolves to a headless Service's ready pods), one multiplexed session each, and a call that
  * an address never processed (it was draining, or gone) is sent once more, elsewhere when there
- * is an elsewhere (see balancedTransport); metrics and spans count each attempt. Uncompressed: services talk inside one
- * cluster, where gzipping every answer over 1 KB (connect-node's default) cost more CPU on both
- * sides than the bytes saved (a 12-month time series spent a tenth of its time in zlib).
+ * is an elsewhere (see balancedTransport); metrics and spans count each attempt. Uncompressed:
+ * services talk inside one cluster, where gzipping every answer over 1 KB (connect-node's
+ * default) cost more CPU on both sides than the bytes saved (a 12-month time series spent a
+ * tenth of its time in zlib).
  *
  * Every call carries a deadline and fails truthfully (see deadlinesAndTransportFailures): what
  * callers see is the service's own answer, UNAVAILABLE when nothing was processed (a blind retry

@@ -57,7 +57,7 @@ export async function startFrontBalancer(targets: string[]): Promise<FrontBalanc
       open.add(socket);
       socket.once("close", () => open.delete(socket));
       // Half-closes travel through (pipe's end), so a server's FIN after `Connection: close`
-      // reaches the client as it was sent; a reset on either side resets the other.
+      // reaches the client as it was sent; an error on either side closes the other.
       socket.on("error", () => client.destroy());
       client.on("error", () => socket.destroy());
       socket.once("close", () => client.destroySoon());
