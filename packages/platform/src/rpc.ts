@@ -12,12 +12,13 @@ import {
   type Interceptor,
   type ServiceImpl,
 } from "@connectrpc/connect";
-import { connectNodeAdapter, createConnectTransport, Http2SessionManager } from "@connectrpc/connect-node";
+import { connectNodeAdapter, createConnectTransport } from "@connectrpc/connect-node";
 import type { NatsConnection } from "nats";
 import { type BalancedTransport, balancedTransport } from "./balanced-transport.js";
 import { isConnectionError, type Sql } from "./db.js";
 import { commitReserveMs, currentDeadline, Deadline, withDeadline } from "./deadline.js";
 import { DomainError, isOutcomeUnknown, toConnectError } from "./errors.js";
+import { GuardedHttp2SessionManager } from "./http2-sessions.js";
 import type { Logger } from "./logger.js";
 import { clientMetrics, serverMetrics } from "./metrics.js";
 import { refuseBadText } from "./refuse-bad-text.js";
@@ -224,7 +225,7 @@ export function createRpcTransport(baseUrl: string, options: RpcTransportOptions
     ...(options.resolve ? { resolve: options.resolve } : {}),
     notProcessed: (error) => transportFailureOf(error) === "not_processed",
     connect(url) {
-      const sessionManager = new Http2SessionManager(url, { pingIntervalMs: 15_000 });
+      const sessionManager = new GuardedHttp2SessionManager(url, { pingIntervalMs: 15_000 });
       const transport = createConnectTransport({
         baseUrl: url,
         httpVersion: "2",

@@ -161,10 +161,14 @@ describe("a rolling restart of two ledgers and two gateways under 20-connection 
     for (const gateway of mesh.gatewayUrls) expect(front.accepted[gateway]).toBeGreaterThan(0);
 
     // Every replica stopped because it was told to: none crashed and was restarted by the launcher.
-    expect(mesh.recentOutput().filter((line) => / exited \(/.test(line))).toEqual([]);
-    const failed = outcomes.filter((o) => o.error !== undefined || (o.status !== 200 && o.status !== 201));
     // On failure, the services' last words (warnings and errors) say why.
-    expect(failed, mesh.recentOutput().slice(-40).join("\n")).toEqual([]);
+    const lastWords = mesh.recentOutput().slice(-40).join("\n");
+    expect(
+      mesh.recentOutput().filter((line) => / exited \(/.test(line)),
+      lastWords,
+    ).toEqual([]);
+    const failed = outcomes.filter((o) => o.error !== undefined || (o.status !== 200 && o.status !== 201));
+    expect(failed, lastWords).toEqual([]);
     expect(outcomes.filter((o) => o.what === "POST /events").every((o) => o.status === 201)).toBe(true);
 
     const stored = await db<{ externalId: string; count: number }[]>`
