@@ -114,10 +114,10 @@ describe("a rolling restart of two ledgers and two gateways under 20-connection 
     const record = (outcome: Outcome) => outcomes.push({ ...outcome, during });
     // Each client owns one keep-alive connection and sends its next request as soon as it has an
     // answer: a payment, then the 7-day stats, then a page of affiliates, round and round.
-    const client = async (client: number) => {
+    const client = async (index: number) => {
       const agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
       for (let n = 0; !stop; n++) {
-        const externalId = `roll_${client}_${n}`;
+        const externalId = `roll_${index}_${n}`;
         paymentIds.push(externalId);
         record(
           await send(agent, "POST", "/events", {
