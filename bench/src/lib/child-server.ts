@@ -3,6 +3,7 @@ import http from "node:http";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import type { BenchContext } from "./context.js";
+import { compareLoads, type LoadCase, type LoadResult } from "./load.js";
 import { freePort } from "./ports.js";
 
 /** bench/ (this file is bench/src/lib/child-server.ts). */
@@ -70,11 +71,18 @@ export async function startChildServer(script: string, env: Record<string, strin
 }
 
 /**
- * The reference route of sections E and R (`src/insert-server.ts`): a Fastify route doing one
- * postgres.js INSERT per request into `scratchTable` of the run's database, which it creates.
- * Stopped at the run's teardown.
+ * Runs the cases `casesFor` builds beside the reference route of sections E and R
+ * (`src/insert-server.ts`: a Fastify route doing one postgres.js INSERT per request into
+ * `scratchTable` of the run's database, which it creates), under the run's load options, its
+ * CPU metered as "reference". `casesFor` gets the reference's `POST` URL; the reference runs
+ * only for these loads.
  */
-export async function startInsertReference(ctx: BenchContext, scratchTable: string): Promise<ChildServer> {
+export async function compareWithInsertReference(
+  ctx: BenchContext,
+  scratchTable: string,
+  casesFor: (referenceUrl: string) => LoadCase[],
+): Promise<Record<string, LoadResult>> {
+  const { config } = ctx;
   await ctx.sql.unsafe(`create table if not exists ${scratchTable} (
     id text primary key,
     event_type text not null,
@@ -88,5 +96,16 @@ export async function startInsertReference(ctx: BenchContext, scratchTable: stri
     SCRATCH_TABLE: scratchTable,
   });
   ctx.onTeardown(server.stop);
-  return server;
+  try {
+    return await compareLoads(casesFor(`${server.url}/events`), {
+      connections: config.connections,
+      durationS: config.durationS,
+      rounds: config.rounds,
+      warmupS: config.warmupS,
+      processes: ctx.processes({ reference: server.pid }),
+      database: ctx.database,
+    });
+  } finally {
+    await server.stop();
+  }
 }

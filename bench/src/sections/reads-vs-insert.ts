@@ -1,10 +1,10 @@
 import { loadavg } from "node:os";
 import { compactDailyRollups } from "@affiliate/ledger/dist/domain/compact-rollups.js";
 import { createSql } from "@affiliate/platform";
-import { startInsertReference } from "../lib/child-server.js";
+import { compareWithInsertReference } from "../lib/child-server.js";
 import { type BenchContext, gatewayHasRoute } from "../lib/context.js";
 import { ratio } from "../lib/latency.js";
-import { compareLoads, describeNon2xx, type LoadCase, type LoadResult } from "../lib/load.js";
+import { describeNon2xx, type LoadCase, type LoadResult } from "../lib/load.js";
 import { type EventTotals, seedEvents, seedPartnerships } from "../lib/seed.js";
 import { fmt, note, printCpuTable, printTable } from "../lib/table.js";
 
@@ -74,41 +74,27 @@ export async function readsVsInsert(ctx: BenchContext): Promise<ReadsVsInsertRes
   const summary = await gateway.json<{ data: { clicks: number } }>(paths.stats, { headers });
   const apiClicks = summary.data.clicks;
 
-  const insertServer = await startInsertReference(ctx, scratchTable);
   let sequence = 0;
   const stamp = Date.now().toString(36);
-  const cases: Record<ReadCase, LoadCase> = {
-    insert: {
-      name: names.insert,
-      url: `${insertServer.url}/events`,
-      method: "POST",
-      body: () => ({
-        type: "payment",
-        referral_code: "reads-0",
-        amount_cents: 10_000,
-        external_id: `r-${stamp}-${sequence++}`,
-      }),
-    },
-    list: { name: names.list, url: mesh.gatewayUrl + paths.list, headers },
-    stats: { name: names.stats, url: mesh.gatewayUrl + paths.stats, headers },
-  };
-  const selected = config.readCases;
-  let loads: Record<string, LoadResult>;
-  try {
-    loads = await compareLoads(
-      selected.map((name) => cases[name]),
-      {
-        connections: config.connections,
-        durationS: config.durationS,
-        rounds: config.rounds,
-        warmupS: config.warmupS,
-        processes: ctx.processes({ reference: insertServer.pid }),
-        database: ctx.database,
+  const loads = await compareWithInsertReference(ctx, scratchTable, (referenceUrl) => {
+    const cases: Record<ReadCase, LoadCase> = {
+      insert: {
+        name: names.insert,
+        url: referenceUrl,
+        method: "POST",
+        body: () => ({
+          type: "payment",
+          referral_code: "reads-0",
+          amount_cents: 10_000,
+          external_id: `r-${stamp}-${sequence++}`,
+        }),
       },
-    );
-  } finally {
-    await insertServer.stop();
-  }
+      list: { name: names.list, url: mesh.gatewayUrl + paths.list, headers },
+      stats: { name: names.stats, url: mesh.gatewayUrl + paths.stats, headers },
+    };
+    return config.readCases.map((name) => cases[name]);
+  });
+  const selected = config.readCases;
   const byCase: Partial<Record<ReadCase, LoadResult>> = {};
   for (const name of selected) byCase[name] = loads[names[name]];
   const reference = byCase.insert;

@@ -1,8 +1,8 @@
 import { invariantViolations } from "@affiliate/ledger/dist/store/invariants.js";
-import { startInsertReference } from "../lib/child-server.js";
+import { compareWithInsertReference } from "../lib/child-server.js";
 import { type BenchContext, gatewayHasRoute } from "../lib/context.js";
 import { ratio } from "../lib/latency.js";
-import { compareLoads, describeNon2xx, type LoadResult } from "../lib/load.js";
+import { describeNon2xx, type LoadResult } from "../lib/load.js";
 import { fmt, note, pct, printCpuTable, printTable } from "../lib/table.js";
 
 export type TrackingThroughputResult =
@@ -84,33 +84,17 @@ export async function trackingThroughput(ctx: BenchContext): Promise<TrackingThr
   const first = await gateway.json<TrackedEvent>("/events", { method: "POST", headers, body: payment() }, 201);
   console.log(`  a payment answers with ${first.data.commissions.length} commissions`);
 
-  const insertServer = await startInsertReference(ctx, scratchTable);
   const events = `${mesh.gatewayUrl}/events`;
   const batchOf = (event: () => Record<string, unknown>) => () => ({
     events: Array.from({ length: batchSize }, event),
   });
-  let loads: Record<string, LoadResult>;
-  try {
-    loads = await compareLoads(
-      [
-        { name: names.insert, url: `${insertServer.url}/events`, method: "POST", body: payment },
-        { name: names.clicks, url: events, method: "POST", headers, body: click },
-        { name: names.payments, url: events, method: "POST", headers, body: payment },
-        { name: names.clickBatches, url: `${events}/batch`, method: "POST", headers, body: batchOf(click) },
-        { name: names.paymentBatches, url: `${events}/batch`, method: "POST", headers, body: batchOf(payment) },
-      ],
-      {
-        connections: config.connections,
-        durationS: config.durationS,
-        rounds: config.rounds,
-        warmupS: config.warmupS,
-        processes: ctx.processes({ reference: insertServer.pid }),
-        database: ctx.database,
-      },
-    );
-  } finally {
-    await insertServer.stop();
-  }
+  const loads = await compareWithInsertReference(ctx, scratchTable, (referenceUrl) => [
+    { name: names.insert, url: referenceUrl, method: "POST", body: payment },
+    { name: names.clicks, url: events, method: "POST", headers, body: click },
+    { name: names.payments, url: events, method: "POST", headers, body: payment },
+    { name: names.clickBatches, url: `${events}/batch`, method: "POST", headers, body: batchOf(click) },
+    { name: names.paymentBatches, url: `${events}/batch`, method: "POST", headers, body: batchOf(payment) },
+  ]);
   const insertRoute = loads[names.insert] as LoadResult;
   const clicks = loads[names.clicks] as LoadResult;
   const payments = loads[names.payments] as LoadResult;
