@@ -152,10 +152,13 @@ export function balancedTransport(baseUrls: string, options: BalancedTransportOp
       firstResolution ??= refresh();
       if (answers.size === 0) await firstResolution;
     }
+    // Every call passes here: the usual case (nothing resting, nothing to avoid) allocates nothing.
+    if (avoid === undefined && resting.size === 0) return order[next++ % order.length] as string;
+    const now = Date.now();
+    for (const [url, until] of resting) if (until <= now) resting.delete(url);
     const others = order.filter((url) => url !== avoid);
     const pool = others.length > 0 ? others : order;
-    const now = Date.now();
-    const awake = pool.filter((url) => (resting.get(url) ?? 0) <= now);
+    const awake = pool.filter((url) => !resting.has(url));
     // When every address rests, one of them anyway: a fresh connection may well serve.
     const from = awake.length > 0 ? awake : pool;
     return from[next++ % from.length] as string;
