@@ -5,7 +5,7 @@ import { connect } from "nats";
 import postgres from "postgres";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Mesh } from "../src/mesh.js";
-import { eventually, freePort, runTool, startTestMesh } from "./helpers.js";
+import { createProduct, eventually, freePort, startTestMesh } from "./helpers.js";
 
 /**
  * The canary (issue 11): one customer email pushed through every flow of the mesh, then erased.
@@ -38,10 +38,7 @@ beforeAll(async () => {
     env: { EVENTS_NAMESPACE: namespace.namespace, LOG_LEVEL: "warn", PAYOUT_INTERVAL_MS: "0" },
   });
   for (const which of ["erased", "kept"] as const) {
-    const created = await runTool("admin", ["products", "create", "--name", `Canary ${which}`], {
-      PARTNERS_URL: mesh.urls.partners,
-    });
-    const product = JSON.parse(created.stdout) as { secret_key: string; product_id: string };
+    const product = await createProduct(mesh, `Canary ${which}`);
     keys[which] = { key: product.secret_key, productId: product.product_id };
   }
 });

@@ -89,6 +89,20 @@ export async function startTestMesh(options: {
   });
 }
 
+/** What `admin products create` prints: the product's id and its live and sandbox keys. */
+export interface CreatedProduct {
+  product_id: string;
+  secret_key: string;
+  test_secret_key: string;
+}
+
+/** A product made with the operator CLI against the mesh's partners, as a merchant's first step. */
+export async function createProduct(mesh: Mesh, name: string): Promise<CreatedProduct> {
+  const created = await runTool("admin", ["products", "create", "--name", name], { PARTNERS_URL: mesh.urls.partners });
+  if (created.code !== 0) throw new Error(`admin products create exited ${created.code}: ${created.stderr}`);
+  return JSON.parse(created.stdout) as CreatedProduct;
+}
+
 export interface CommandResult {
   code: number | null;
   stdout: string;

@@ -9,7 +9,7 @@ import {
 } from "@affiliate/testing";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Mesh } from "../src/mesh.js";
-import { eventually, runTool, startTestMesh } from "./helpers.js";
+import { createProduct, eventually, startTestMesh } from "./helpers.js";
 
 /**
  * Every service serves Prometheus metrics on its own METRICS_PORT: the mesh is started as
@@ -28,10 +28,7 @@ beforeAll(async () => {
     databaseUrl: database.url,
     env: { EVENTS_NAMESPACE: namespace.namespace, LOG_LEVEL: "warn", PAYOUT_INTERVAL_MS: "0" },
   });
-  const created = await runTool("admin", ["products", "create", "--name", "Metrics e2e"], {
-    PARTNERS_URL: mesh.urls.partners,
-  });
-  key = (JSON.parse(created.stdout) as { secret_key: string }).secret_key;
+  key = (await createProduct(mesh, "Metrics e2e")).secret_key;
 });
 
 afterAll(async () => {

@@ -3,7 +3,7 @@ import { createTestDatabase, createTestNamespace, type TestDatabase, type TestNa
 import { connect } from "nats";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Mesh } from "../src/mesh.js";
-import { eventually, runTool, startTestMesh } from "./helpers.js";
+import { createProduct, eventually, startTestMesh } from "./helpers.js";
 
 /**
  * Money moving back and out through the whole mesh, and a fault: the payouts service is down
@@ -22,10 +22,7 @@ beforeAll(async () => {
     databaseUrl: database.url,
     env: { EVENTS_NAMESPACE: namespace.namespace, LOG_LEVEL: "warn", PAYOUT_INTERVAL_MS: "0" },
   });
-  const created = await runTool("admin", ["products", "create", "--name", "Payouts e2e"], {
-    PARTNERS_URL: mesh.urls.partners,
-  });
-  key = (JSON.parse(created.stdout) as { secret_key: string }).secret_key;
+  key = (await createProduct(mesh, "Payouts e2e")).secret_key;
   const program = await api("PATCH", "/api/v1/program", { hold_days: 0, payout_minimum_cents: 1000 });
   expect(program.status).toBe(200);
 });

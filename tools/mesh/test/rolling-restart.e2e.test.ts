@@ -10,7 +10,7 @@ import {
 import postgres from "postgres";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Mesh } from "../src/mesh.js";
-import { eventually, runTool, startTestMesh } from "./helpers.js";
+import { createProduct, eventually, startTestMesh } from "./helpers.js";
 
 /**
  * A rolling restart, as Kubernetes does one for a new release (issue 13): two replicas of the
@@ -46,10 +46,7 @@ beforeAll(async () => {
     },
   });
   front = await startFrontBalancer(mesh.gatewayUrls);
-  const created = await runTool("admin", ["products", "create", "--name", "Rolling"], {
-    PARTNERS_URL: mesh.urls.partners,
-  });
-  key = (JSON.parse(created.stdout) as { secret_key: string }).secret_key;
+  key = (await createProduct(mesh, "Rolling")).secret_key;
   const registered = await fetch(`${front.url}/api/v1/affiliates`, {
     method: "POST",
     headers: { "x-api-key": key, "content-type": "application/json" },

@@ -2,7 +2,7 @@ import http from "node:http";
 import { createTestDatabase, createTestNamespace, type TestDatabase, type TestNamespace } from "@affiliate/testing";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Mesh } from "../src/mesh.js";
-import { eventually, runTool, startTestMesh } from "./helpers.js";
+import { createProduct, eventually, startTestMesh } from "./helpers.js";
 
 /**
  * The mesh as an orchestrator keeps it: a service that dies comes back by itself while the others
@@ -22,10 +22,7 @@ beforeAll(async () => {
     // The load below must meet the drain, not the rate limit.
     env: { EVENTS_NAMESPACE: namespace.namespace, LOG_LEVEL: "warn", RATE_LIMIT_PER_MINUTE: "1000000" },
   });
-  const created = await runTool("admin", ["products", "create", "--name", "Supervision"], {
-    PARTNERS_URL: mesh.urls.partners,
-  });
-  key = (JSON.parse(created.stdout) as { secret_key: string }).secret_key;
+  key = (await createProduct(mesh, "Supervision")).secret_key;
 });
 
 afterAll(async () => {

@@ -4,7 +4,7 @@ import type { AddressInfo } from "node:net";
 import { createTestDatabase, createTestNamespace, type TestDatabase, type TestNamespace } from "@affiliate/testing";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Mesh } from "../src/mesh.js";
-import { eventually, runTool, startTestMesh } from "./helpers.js";
+import { createProduct, eventually, startTestMesh } from "./helpers.js";
 
 /**
  * One trace across processes: the mesh exports spans over OTLP/HTTP (JSON) to a collector this
@@ -134,10 +134,7 @@ afterAll(async () => {
 
 describe("distributed tracing", () => {
   it("one trace id spans the gateway and partners, and the request's log line names it", async () => {
-    const created = await runTool("admin", ["products", "create", "--name", "Traced"], {
-      PARTNERS_URL: mesh.urls.partners,
-    });
-    const { secret_key: key } = JSON.parse(created.stdout) as { secret_key: string };
+    const { secret_key: key } = await createProduct(mesh, "Traced");
     const traceId = randomBytes(16).toString("hex");
     const requestId = `trace-test-${randomBytes(4).toString("hex")}`;
     const res = await fetch(`${mesh.gatewayUrl}/api/v1/program`, {
@@ -166,10 +163,7 @@ describe("distributed tracing", () => {
   });
 
   it("a payment's trace reaches the webhook receiver and a refund's reaches payouts, from the x-request-id", async () => {
-    const created = await runTool("admin", ["products", "create", "--name", "Traced money"], {
-      PARTNERS_URL: mesh.urls.partners,
-    });
-    const { secret_key: key } = JSON.parse(created.stdout) as { secret_key: string };
+    const { secret_key: key } = await createProduct(mesh, "Traced money");
     const api = async (method: string, path: string, body: unknown) => {
       const res = await fetch(mesh.gatewayUrl + path, {
         method,
@@ -285,10 +279,7 @@ describe("distributed tracing", () => {
   });
 
   it("a coalesced event's trace names the TrackBatch call's trace, which links back to it", async () => {
-    const created = await runTool("admin", ["products", "create", "--name", "Traced tracking"], {
-      PARTNERS_URL: mesh.urls.partners,
-    });
-    const { secret_key: key } = JSON.parse(created.stdout) as { secret_key: string };
+    const { secret_key: key } = await createProduct(mesh, "Traced tracking");
     const traceId = randomBytes(16).toString("hex");
     const res = await fetch(`${mesh.gatewayUrl}/events`, {
       method: "POST",

@@ -4,7 +4,7 @@ import { createTestDatabase, createTestNamespace, type TestDatabase, type TestNa
 import postgres from "postgres";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Mesh } from "../src/mesh.js";
-import { runTool, startTestMesh } from "./helpers.js";
+import { createProduct, startTestMesh } from "./helpers.js";
 
 /**
  * Tracking at volume through the whole mesh: POST /events/batch, and concurrent single POST
@@ -35,13 +35,7 @@ beforeAll(async () => {
     databaseUrl: database.url,
     env: { EVENTS_NAMESPACE: namespace.namespace, LOG_LEVEL: "warn", PAYOUT_INTERVAL_MS: "0" },
   });
-  const created = await runTool("admin", ["products", "create", "--name", "Tracking e2e"], {
-    PARTNERS_URL: mesh.urls.partners,
-  });
-  ({ secret_key: key, test_secret_key: testKey } = JSON.parse(created.stdout) as {
-    secret_key: string;
-    test_secret_key: string;
-  });
+  ({ secret_key: key, test_secret_key: testKey } = await createProduct(mesh, "Tracking e2e"));
   expect((await api("PATCH", "/api/v1/program", { hold_days: 0 })).status).toBe(200);
   ledgerSql = postgres(database.url, { connection: { search_path: "ledger" }, max: 2 });
 });

@@ -6,7 +6,7 @@ import { connect } from "nats";
 import postgres from "postgres";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Mesh } from "../src/mesh.js";
-import { eventually, runTool, startTestMesh } from "./helpers.js";
+import { createProduct, eventually, startTestMesh } from "./helpers.js";
 
 /**
  * Webhooks through the whole mesh, each service its own process as `npm start` runs them: what
@@ -97,10 +97,7 @@ beforeAll(async () => {
     env: { EVENTS_NAMESPACE: namespace.namespace, LOG_LEVEL: "warn", PAYOUT_INTERVAL_MS: "0" },
   });
   await captureOutboxRows();
-  const created = await runTool("admin", ["products", "create", "--name", "Webhooks"], {
-    PARTNERS_URL: mesh.urls.partners,
-  });
-  key = (JSON.parse(created.stdout) as { secret_key: string }).secret_key;
+  key = (await createProduct(mesh, "Webhooks")).secret_key;
 });
 
 afterAll(async () => {
