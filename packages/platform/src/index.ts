@@ -20,6 +20,7 @@ export * from "./page-token.js";
 export * from "./periodic.js";
 export * from "./refuse-bad-text.js";
 export * from "./rpc.js";
+export * from "./service-process.js";
 export * from "./shutdown.js";
 export * from "./text.js";
 export * from "./tracing.js";

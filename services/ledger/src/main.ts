@@ -5,19 +5,11 @@
 
 import {
   connectNats,
-  createLogger,
   createRpcTransport,
-  createSql,
-  databaseAndBrokerReady,
-  ensureStream,
-  exitOnUnhandledFailure,
-  onShutdown,
   PageTokens,
   purgeAppliedEvents,
-  startMetricsServer,
-  startOutboxRelay,
   startPeriodicJob,
-  startRpcServer,
+  startServiceProcess,
 } from "@affiliate/platform";
 import { PartnersService } from "@affiliate/proto/partners";
 import { createClient } from "@connectrpc/connect";
@@ -30,12 +22,12 @@ import { CachedPartnersDirectory, followPartnersEvents } from "./partners-direct
 import { routes, schema } from "./server.js";
 
 const config = loadLedgerConfig();
-const logger = createLogger("ledger", config.LOG_LEVEL);
-exitOnUnhandledFailure(logger);
-const sql = createSql(config.DATABASE_URL, { schema, max: config.DATABASE_POOL_SIZE, applicationName: "ledger" });
-const nats = await connectNats(config.NATS_URL, "ledger");
-await ensureStream(await nats.jetstreamManager(), { service: "ledger", namespace: config.EVENTS_NAMESPACE });
-const relay = startOutboxRelay({ sql, js: nats.jetstream(), schema, namespace: config.EVENTS_NAMESPACE, logger });
+const { logger, sql, nats, jsm, serve } = await startServiceProcess({
+  name: "ledger",
+  config,
+  schema,
+  publishes: true,
+});
 
 const partners = new CachedPartnersDirectory(createClient(PartnersService, createRpcTransport(config.PARTNERS_URL)), {
   ttlMs: config.ATTRIBUTION_CACHE_TTL_MS,
@@ -72,35 +64,18 @@ const stopPurges = startPeriodicJob(logger, "purges", 60 * 60 * 1000, async () =
 const payoutEvents = await consumePayoutEvents({
   sql,
   js: nats.jetstream(),
-  jsm: await nats.jetstreamManager(),
+  jsm,
   namespace: config.EVENTS_NAMESPACE,
   logger,
 });
 
-const metrics = await startMetricsServer({
-  port: config.METRICS_PORT,
-  host: config.RPC_HOST,
-  logger,
-  sql,
-  service: "ledger",
-});
-const server = await startRpcServer({
-  port: config.RPC_PORT,
-  host: config.RPC_HOST,
-  logger,
+await serve({
   routes: routes({ sql, partners, pageTokens: new PageTokens(config.PAGE_TOKEN_SECRET), clock: () => new Date() }),
-  readiness: databaseAndBrokerReady(sql, nats),
+  background: [
+    ["hold sweep", stopSweep],
+    ["purges", stopPurges],
+    ["rollup compaction", stopCompaction],
+    ["payout events", () => Promise.all(payoutEvents.map((consumer) => consumer.stop()))],
+    ["partners events", () => following.stop()],
+  ],
 });
-
-onShutdown(logger, [
-  ["rpc server", () => server.close()],
-  ["hold sweep", stopSweep],
-  ["purges", stopPurges],
-  ["rollup compaction", stopCompaction],
-  ["payout events", () => Promise.all(payoutEvents.map((consumer) => consumer.stop()))],
-  ["partners events", () => following.stop()],
-  ["outbox relay", () => relay.stop()],
-  ["nats", () => nats.drain()],
-  ["metrics", () => metrics.close()],
-  ["database", () => sql.end({ timeout: 5 })],
-]);

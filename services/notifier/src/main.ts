@@ -1,19 +1,11 @@
 /** The notifier process: config -> connections -> RPC server, event consumers, job workers -> close on SIGTERM. */
 
 import {
-  connectNats,
-  createLogger,
   createRpcTransport,
-  createSql,
-  databaseAndBrokerReady,
-  ensureStream,
-  exitOnUnhandledFailure,
-  onShutdown,
   PageTokens,
   purgeAppliedEvents,
-  startMetricsServer,
   startPeriodicJob,
-  startRpcServer,
+  startServiceProcess,
 } from "@affiliate/platform";
 import { LedgerService } from "@affiliate/proto/ledger";
 import { PartnersService } from "@affiliate/proto/partners";
@@ -27,15 +19,14 @@ import { routes, schema } from "./server.js";
 import { startWorkers } from "./workers.js";
 
 const config = loadNotifierConfig();
-const logger = createLogger("notifier", config.LOG_LEVEL);
-exitOnUnhandledFailure(logger);
-const sql = createSql(config.DATABASE_URL, { schema, max: config.DATABASE_POOL_SIZE, applicationName: "notifier" });
-const nats = await connectNats(config.NATS_URL, "notifier");
-const jsm = await nats.jetstreamManager();
-// The producers may start after us; their streams' definitions are shared (platform ensureStream).
-for (const service of new Set(subscriptions.map((subscription) => subscription.stream))) {
-  await ensureStream(jsm, { service, namespace: config.EVENTS_NAMESPACE });
-}
+// It publishes nothing; the producers it consumes may start after it.
+const { logger, sql, nats, jsm, serve } = await startServiceProcess({
+  name: "notifier",
+  config,
+  schema,
+  publishes: false,
+  consumes: subscriptions.map((subscription) => subscription.stream),
+});
 const clock = () => new Date();
 
 const owners = ownersOver(
@@ -62,33 +53,17 @@ const workers = startWorkers({
 });
 const stopPurge = startPeriodicJob(logger, "applied event purge", 60 * 60 * 1000, () => purgeAppliedEvents(sql));
 
-const metrics = await startMetricsServer({
-  port: config.METRICS_PORT,
-  host: config.RPC_HOST,
-  logger,
-  sql,
-  service: "notifier",
-});
-const server = await startRpcServer({
-  port: config.RPC_PORT,
-  host: config.RPC_HOST,
-  logger,
+await serve({
   routes: routes({
     sql,
     clock,
     allowPrivate: config.WEBHOOK_ALLOW_PRIVATE,
     pageTokens: new PageTokens(config.PAGE_TOKEN_SECRET),
   }),
-  readiness: databaseAndBrokerReady(sql, nats),
+  background: [
+    ["event consumers", () => Promise.all(consumers.map((consumer) => consumer.stop()))],
+    ["job workers", () => workers.stop()],
+    ["applied event purge", stopPurge],
+    ["mailer", () => mailer?.close()],
+  ],
 });
-
-onShutdown(logger, [
-  ["rpc server", () => server.close()],
-  ["event consumers", () => Promise.all(consumers.map((consumer) => consumer.stop()))],
-  ["job workers", () => workers.stop()],
-  ["applied event purge", stopPurge],
-  ["mailer", () => mailer?.close()],
-  ["nats", () => nats.drain()],
-  ["metrics", () => metrics.close()],
-  ["database", () => sql.end({ timeout: 5 })],
-]);

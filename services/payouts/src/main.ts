@@ -1,20 +1,11 @@
 /** The payouts process: config -> connections -> RPC server, refund consumer, outbox relay, draft recovery, schedule -> close on SIGTERM. */
 
 import {
-  connectNats,
-  createLogger,
   createRpcTransport,
-  createSql,
-  databaseAndBrokerReady,
-  ensureStream,
-  exitOnUnhandledFailure,
-  onShutdown,
   PageTokens,
   purgeAppliedEvents,
-  startMetricsServer,
-  startOutboxRelay,
   startPeriodicJob,
-  startRpcServer,
+  startServiceProcess,
 } from "@affiliate/platform";
 import { LedgerService } from "@affiliate/proto/ledger";
 import { PartnersAdminService, PartnersService } from "@affiliate/proto/partners";
@@ -27,15 +18,14 @@ import { ledgerOver, partnersOver } from "./rpc/downstream.js";
 import { routes, schema } from "./server.js";
 
 const config = loadPayoutsConfig();
-const logger = createLogger("payouts", config.LOG_LEVEL);
-exitOnUnhandledFailure(logger);
-const sql = createSql(config.DATABASE_URL, { schema, max: config.DATABASE_POOL_SIZE, applicationName: "payouts" });
-const nats = await connectNats(config.NATS_URL, "payouts");
-const jsm = await nats.jetstreamManager();
-await ensureStream(jsm, { service: "payouts", namespace: config.EVENTS_NAMESPACE });
-// The ledger may start after us; its stream's definition is shared (platform ensureStream).
-await ensureStream(jsm, { service: "ledger", namespace: config.EVENTS_NAMESPACE });
-const relay = startOutboxRelay({ sql, js: nats.jetstream(), schema, namespace: config.EVENTS_NAMESPACE, logger });
+// The ledger may start after us: its stream is ensured too (a stream's definition is shared).
+const { logger, sql, nats, jsm, serve } = await startServiceProcess({
+  name: "payouts",
+  config,
+  schema,
+  publishes: true,
+  consumes: ["ledger"],
+});
 
 const partnersTransport = createRpcTransport(config.PARTNERS_URL);
 const deps: PayoutDeps = {
@@ -75,29 +65,12 @@ const stopSchedule =
       })
     : async () => {};
 
-const metrics = await startMetricsServer({
-  port: config.METRICS_PORT,
-  host: config.RPC_HOST,
-  logger,
-  sql,
-  service: "payouts",
-});
-const server = await startRpcServer({
-  port: config.RPC_PORT,
-  host: config.RPC_HOST,
-  logger,
+await serve({
   routes: routes({ ...deps, pageTokens: new PageTokens(config.PAGE_TOKEN_SECRET) }),
-  readiness: databaseAndBrokerReady(sql, nats),
+  background: [
+    ["payout schedule", stopSchedule],
+    ["draft recovery", stopRecovery],
+    ["applied event purge", stopPurge],
+    ["refund consumer", () => refunds.stop()],
+  ],
 });
-
-onShutdown(logger, [
-  ["rpc server", () => server.close()],
-  ["payout schedule", stopSchedule],
-  ["draft recovery", stopRecovery],
-  ["applied event purge", stopPurge],
-  ["refund consumer", () => refunds.stop()],
-  ["outbox relay", () => relay.stop()],
-  ["nats", () => nats.drain()],
-  ["metrics", () => metrics.close()],
-  ["database", () => sql.end({ timeout: 5 })],
-]);

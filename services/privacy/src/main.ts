@@ -3,19 +3,7 @@
  * erasures whose runner is gone -> close on SIGTERM.
  */
 
-import {
-  connectNats,
-  createLogger,
-  createSql,
-  databaseAndBrokerReady,
-  ensureStream,
-  exitOnUnhandledFailure,
-  onShutdown,
-  startMetricsServer,
-  startOutboxRelay,
-  startPeriodicJob,
-  startRpcServer,
-} from "@affiliate/platform";
+import { startPeriodicJob, startServiceProcess } from "@affiliate/platform";
 import { loadPrivacyConfig } from "./config.js";
 import { EmailKeys } from "./domain/email-keys.js";
 import { resumeAbandonedErasures } from "./domain/erase-customer.js";
@@ -23,12 +11,7 @@ import { configuredOwners } from "./rpc/owners.js";
 import { routes, schema } from "./server.js";
 
 const config = loadPrivacyConfig();
-const logger = createLogger("privacy", config.LOG_LEVEL);
-exitOnUnhandledFailure(logger);
-const sql = createSql(config.DATABASE_URL, { schema, max: config.DATABASE_POOL_SIZE, applicationName: "privacy" });
-const nats = await connectNats(config.NATS_URL, "privacy");
-await ensureStream(await nats.jetstreamManager(), { service: "privacy", namespace: config.EVENTS_NAMESPACE });
-const relay = startOutboxRelay({ sql, js: nats.jetstream(), schema, namespace: config.EVENTS_NAMESPACE, logger });
+const { logger, sql, serve } = await startServiceProcess({ name: "privacy", config, schema, publishes: true });
 
 const { owners } = configuredOwners(
   { ledger: config.LEDGER_URL, partners: config.PARTNERS_URL, notifier: config.NOTIFIER_URL },
@@ -44,26 +27,4 @@ const stopResume = startPeriodicJob(logger, "erasure resume", config.ERASURE_RES
   if (completed > 0) logger.info({ completed }, "resumed erasures completed");
 });
 
-const metrics = await startMetricsServer({
-  port: config.METRICS_PORT,
-  host: config.RPC_HOST,
-  logger,
-  sql,
-  service: "privacy",
-});
-const server = await startRpcServer({
-  port: config.RPC_PORT,
-  host: config.RPC_HOST,
-  logger,
-  routes: routes({ ...deps, logger }),
-  readiness: databaseAndBrokerReady(sql, nats),
-});
-
-onShutdown(logger, [
-  ["rpc server", () => server.close()],
-  ["erasure resume", stopResume],
-  ["outbox relay", () => relay.stop()],
-  ["nats", () => nats.drain()],
-  ["metrics", () => metrics.close()],
-  ["database", () => sql.end({ timeout: 5 })],
-]);
+await serve({ routes: routes({ ...deps, logger }), background: [["erasure resume", stopResume]] });

@@ -1,0 +1,100 @@
+import type { ConnectRouter } from "@connectrpc/connect";
+import type { JetStreamManager, NatsConnection } from "nats";
+import { createSql, type Sql } from "./db.js";
+import { connectNats, ensureStream } from "./events.js";
+import { createLogger, type Logger } from "./logger.js";
+import { startMetricsServer } from "./metrics.js";
+import { startOutboxRelay } from "./outbox-relay.js";
+import { databaseAndBrokerReady, startRpcServer } from "./rpc.js";
+import { exitOnUnhandledFailure, onShutdown, type ShutdownStep } from "./shutdown.js";
+
+/** The settings every RPC service reads to start: baseConfigShape, its pool, where it listens. */
+export interface RpcServiceConfig {
+  LOG_LEVEL: string;
+  DATABASE_URL: string;
+  DATABASE_POOL_SIZE: number;
+  NATS_URL: string;
+  EVENTS_NAMESPACE: string;
+  RPC_PORT: number;
+  RPC_HOST: string;
+  METRICS_PORT: number;
+}
+
+export interface ServiceProcessOptions {
+  /** The service's name: its logger, pool application name, NATS connection and metrics label. */
+  name: string;
+  config: RpcServiceConfig;
+  /** The Postgres schema it owns. */
+  schema: string;
+  /** Whether it publishes events: its own stream is ensured and its outbox relayed. */
+  publishes: boolean;
+  /**
+   * Streams of other services it consumes. They may start after it; a stream's definition is
+   * shared (ensureStream), so whoever comes first creates it.
+   */
+  consumes?: string[];
+}
+
+export interface ServiceProcess {
+  logger: Logger;
+  sql: Sql;
+  nats: NatsConnection;
+  jsm: JetStreamManager;
+  /**
+   * Serves: metrics on METRICS_PORT, then the RPC server on RPC_PORT (ready while the database
+   * and NATS answer). On SIGTERM it stops in this order: the RPC server (calls in flight finish),
+   * `background` in the order given (jobs, consumers, workers), the outbox relay, NATS, metrics,
+   * the database.
+   */
+  serve(options: { routes: (router: ConnectRouter) => void; background?: ShutdownStep[] }): Promise<void>;
+}
+
+/**
+ * The spine every RPC service's process shares, so each `main.ts` holds only what is its own:
+ * the logger and crash handling, the pool on its schema, NATS with the streams it writes and
+ * reads, the outbox relay when it publishes; then `serve` with its routes and background work.
+ */
+export async function startServiceProcess(options: ServiceProcessOptions): Promise<ServiceProcess> {
+  const { name, config, schema } = options;
+  const logger = createLogger(name, config.LOG_LEVEL);
+  exitOnUnhandledFailure(logger);
+  const sql = createSql(config.DATABASE_URL, { schema, max: config.DATABASE_POOL_SIZE, applicationName: name });
+  const nats = await connectNats(config.NATS_URL, name);
+  const jsm = await nats.jetstreamManager();
+  const streams = [...(options.publishes ? [name] : []), ...(options.consumes ?? [])];
+  for (const service of new Set(streams)) await ensureStream(jsm, { service, namespace: config.EVENTS_NAMESPACE });
+  const relay = options.publishes
+    ? startOutboxRelay({ sql, js: nats.jetstream(), schema, namespace: config.EVENTS_NAMESPACE, logger })
+    : undefined;
+
+  return {
+    logger,
+    sql,
+    nats,
+    jsm,
+    async serve({ routes, background = [] }) {
+      const metrics = await startMetricsServer({
+        port: config.METRICS_PORT,
+        host: config.RPC_HOST,
+        logger,
+        sql,
+        service: name,
+      });
+      const server = await startRpcServer({
+        port: config.RPC_PORT,
+        host: config.RPC_HOST,
+        logger,
+        routes,
+        readiness: databaseAndBrokerReady(sql, nats),
+      });
+      onShutdown(logger, [
+        ["rpc server", () => server.close()],
+        ...background,
+        ...(relay ? [["outbox relay", () => relay.stop()] satisfies ShutdownStep] : []),
+        ["nats", () => nats.drain()],
+        ["metrics", () => metrics.close()],
+        ["database", () => sql.end({ timeout: 5 })],
+      ]);
+    },
+  };
+}
