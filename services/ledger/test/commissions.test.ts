@@ -1,17 +1,25 @@
 import { fieldErrorsOf } from "@affiliate/platform";
 import { CommissionAction, CommissionStatus } from "@affiliate/proto/ledger";
-import { Code, ConnectError } from "@connectrpc/connect";
+import { Code, type ConnectError } from "@connectrpc/connect";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { approveDueCommissions } from "../src/domain/approve-due-commissions.js";
-import { day, EventType, type Harness, newAffiliate, newProduct, startHarness, track, uniqueEmail } from "./harness.js";
+import {
+  day,
+  EventType,
+  failure,
+  type Harness,
+  newAffiliate,
+  newProduct,
+  startHarness,
+  track,
+  uniqueEmail,
+} from "./harness.js";
 
 let h: Harness;
 beforeAll(async () => {
   h = await startHarness();
 });
 afterAll(() => h.close());
-
-const failure = (promise: Promise<unknown>) => promise.then(() => undefined, ConnectError.from);
 
 /** A payment by a sponsored affiliate: returns the level-1 and level-2 commission ids. */
 async function sponsoredPayment(productId: string, amountCents = 10_000n, occurredAt?: Date) {

@@ -1,11 +1,12 @@
 import { newId } from "@affiliate/platform";
 import { CommissionCreatedSchema, CommissionRefundedSchema } from "@affiliate/proto/ledger";
 import { fromBinary } from "@bufbuild/protobuf";
-import { Code, ConnectError } from "@connectrpc/connect";
+import { Code } from "@connectrpc/connect";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { erasureBatchSize } from "../src/domain/erase-customer.js";
 import {
   EventType,
+  failure,
   type Harness,
   newAffiliate,
   newProduct,
@@ -21,7 +22,6 @@ beforeAll(async () => {
 });
 afterAll(() => h.close());
 
-const failure = (promise: Promise<unknown>) => promise.then(() => undefined, ConnectError.from);
 const counts = (response: { stores: { store: string; records: bigint }[] }) =>
   Object.fromEntries(response.stores.map(({ store, records }) => [store, Number(records)]));
 const erase = async (productId: string, email: string, erasureId = newId("ers")) =>

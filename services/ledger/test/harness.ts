@@ -6,7 +6,7 @@ import { PartnersAdminService, PartnersService, type UpdateProgramRequestSchema 
 import { createTestDatabase, type TestDatabase } from "@affiliate/testing";
 import type { MessageInitShape } from "@bufbuild/protobuf";
 import { timestampFromDate } from "@bufbuild/protobuf/wkt";
-import { type Client, createClient, createRouterTransport } from "@connectrpc/connect";
+import { type Client, ConnectError, createClient, createRouterTransport } from "@connectrpc/connect";
 import { CachedPartnersDirectory } from "../src/partners-directory.js";
 import { migrationsDirectory, routes, schema } from "../src/server.js";
 
@@ -120,3 +120,6 @@ export async function eventually(condition: () => Promise<boolean> | boolean): P
 }
 
 export { invariantViolations } from "../src/store/invariants.js";
+
+/** The error a call failed with, or undefined when it succeeded. */
+export const failure = (promise: Promise<unknown>) => promise.then(() => undefined, ConnectError.from);

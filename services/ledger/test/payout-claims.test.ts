@@ -1,9 +1,18 @@
 import { newId } from "@affiliate/platform";
 import { CommissionStatus } from "@affiliate/proto/ledger";
-import { Code, ConnectError } from "@connectrpc/connect";
+import { Code } from "@connectrpc/connect";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { maxPayoutsPerCall, settleCommissions } from "../src/domain/payout-claims.js";
-import { EventType, eventually, type Harness, newAffiliate, newProduct, startHarness, track } from "./harness.js";
+import {
+  EventType,
+  eventually,
+  failure,
+  type Harness,
+  newAffiliate,
+  newProduct,
+  startHarness,
+  track,
+} from "./harness.js";
 
 let h: Harness;
 beforeAll(async () => {
@@ -35,8 +44,6 @@ async function approvedCommissions(count: number) {
 /** One claim per partnership, each for a new payout id. */
 const claimsFor = (partnershipIds: string[]) =>
   partnershipIds.map((partnershipId) => ({ partnershipId, payoutId: newId("po") }));
-
-const failure = (promise: Promise<unknown>) => promise.then(() => undefined, ConnectError.from);
 
 describe("payout claims", () => {
   it("lists payable balances of approved, unlinked commissions per partnership", async () => {

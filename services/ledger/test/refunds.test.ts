@@ -17,6 +17,7 @@ import { maxLeaseMs, onceForKey } from "../src/domain/idempotency.js";
 import { settleCommissions } from "../src/domain/payout-claims.js";
 import {
   EventType,
+  failure,
   type Harness,
   newAffiliate,
   newProduct,
@@ -34,7 +35,6 @@ afterAll(() => h.close());
 
 type RefundInit = Omit<MessageInitShape<typeof RefundRequestSchema>, "$typeName">;
 const refund = (request: RefundInit) => h.ledger.refund(request);
-const failure = (promise: Promise<unknown>) => promise.then(() => undefined, ConnectError.from);
 const byCommission = (commissionId: string) => ({ case: "commissionId" as const, value: commissionId });
 
 /** A sponsored payment of `amount` with hold 0 (approved at once) unless `hold` is given. */

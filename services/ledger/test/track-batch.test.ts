@@ -5,6 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import {
   day,
   EventType,
+  failure,
   type Harness,
   invariantViolations,
   newAffiliate,
@@ -22,7 +23,6 @@ beforeAll(async () => {
 });
 afterAll(() => h.close());
 
-const failure = (promise: Promise<unknown>) => promise.then(() => undefined, ConnectError.from);
 const ago = (ms: number) => new Date(h.clock.now.getTime() - ms);
 
 /** What a caller learns from an error: code, message, field errors, reason and details. */

@@ -1,11 +1,12 @@
 import { fieldErrorsOf } from "@affiliate/platform";
 import { CommissionStatus } from "@affiliate/proto/ledger";
 import { PartnershipStatus } from "@affiliate/proto/partners";
-import { Code, ConnectError } from "@connectrpc/connect";
+import { Code, type ConnectError } from "@connectrpc/connect";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import {
   day,
   EventType,
+  failure,
   type Harness,
   newAffiliate,
   newProduct,
@@ -21,7 +22,6 @@ beforeAll(async () => {
 });
 afterAll(() => h.close());
 
-const failure = (promise: Promise<unknown>) => promise.then(() => undefined, ConnectError.from);
 const ago = (ms: number) => new Date(h.clock.now.getTime() - ms);
 
 describe("clicks", () => {

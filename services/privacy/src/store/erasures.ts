@@ -1,14 +1,8 @@
 import type { Queryable } from "@affiliate/platform";
-import type { Erasure, ErasureStatus } from "../domain/types.js";
+import type { Erasure } from "../domain/types.js";
 
-interface ErasureRow {
-  id: string;
-  productId: string;
-  status: ErasureStatus;
-  requestedAt: Date;
-  completedAt: Date | null;
-  verifiedAt: Date | null;
-}
+/** An erasure's own row; its stores' counts are rows of their own. */
+type ErasureRow = Omit<Erasure, "stores">;
 
 const erasureColumns = (sql: Queryable) => sql`id, product_id, status, requested_at, completed_at, verified_at`;
 
