@@ -1,5 +1,11 @@
 import { PartnersService } from "@affiliate/proto/partners";
-import { createFaultProxy, createTestDatabase, type FaultProxy, type TestDatabase } from "@affiliate/testing";
+import {
+  createFaultProxy,
+  createTestDatabase,
+  type FaultProxy,
+  holdLocks,
+  type TestDatabase,
+} from "@affiliate/testing";
 import { Code, ConnectError, type ConnectRouter, createClient } from "@connectrpc/connect";
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { createSql, type Sql, type TransactionSql } from "../src/db.js";
@@ -34,25 +40,13 @@ beforeEach(async () => {
 const balance = async () => (await sql<{ cents: number }[]>`select cents from balances where id = 'a'`)[0]?.cents;
 
 /** Holds the row lock on balance 'a' until the returned function is called. */
-async function holdRowLock(): Promise<() => Promise<void>> {
-  let release: () => void = () => {};
-  const released = new Promise<void>((resolve) => {
-    release = resolve;
-  });
-  let locked: () => void = () => {};
-  const isLocked = new Promise<void>((resolve) => {
-    locked = resolve;
-  });
-  const transaction = other.begin(async (tx) => {
-    await tx`select cents from balances where id = 'a' for update`;
-    locked();
-    await released;
-  });
-  await isLocked;
-  return async () => {
-    release();
-    await transaction;
-  };
+function holdRowLock(): Promise<() => Promise<void>> {
+  return holdLocks((held) =>
+    other.begin(async (tx) => {
+      await tx`select cents from balances where id = 'a' for update`;
+      await held();
+    }),
+  );
 }
 
 async function failureOf(promise: Promise<unknown>): Promise<unknown> {

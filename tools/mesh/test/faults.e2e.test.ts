@@ -3,6 +3,7 @@ import {
   createTestDatabase,
   createTestNamespace,
   type FaultProxy,
+  holdLocks,
   type TestDatabase,
   type TestNamespace,
 } from "@affiliate/testing";
@@ -135,25 +136,13 @@ async function appliedRefunds(externalId: string): Promise<{ count: number; refu
 }
 
 /** Holds the payment's row lock (as a long transaction elsewhere would) until released. */
-async function lockPayment(externalId: string): Promise<() => Promise<void>> {
-  let release: () => void = () => {};
-  const released = new Promise<void>((resolve) => {
-    release = resolve;
-  });
-  let locked: () => void = () => {};
-  const isLocked = new Promise<void>((resolve) => {
-    locked = resolve;
-  });
-  const holder = db.begin(async (tx) => {
-    await tx`select id from ledger.tracking_events where external_id = ${externalId} for update`;
-    locked();
-    await released;
-  });
-  await isLocked;
-  return async () => {
-    release();
-    await holder;
-  };
+function lockPayment(externalId: string): Promise<() => Promise<void>> {
+  return holdLocks((held) =>
+    db.begin(async (tx) => {
+      await tx`select id from ledger.tracking_events where external_id = ${externalId} for update`;
+      await held();
+    }),
+  );
 }
 
 /** The statuses a transport failure or a fault may answer; anything else must be a real outcome. */
