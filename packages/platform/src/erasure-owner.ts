@@ -7,6 +7,12 @@ import { DomainError } from "./errors.js";
 /** Records per store, by the store's public name ("tracking_events"). */
 export type StoreCounts = Record<string, number>;
 
+/** Whose personal data an erasure is about: a customer's email within one product. */
+export interface ErasureSubject {
+  productId: string;
+  email: string;
+}
+
 /**
  * What a service that holds customers' personal data does for an erasure (contract 9a). The
  * privacy service calls it through ErasureOwnerService; `stores` names every store searched,
@@ -18,9 +24,9 @@ export interface ErasureOwner {
    * Erases what is left of the customer, adding each batch's count with
    * `addErasedRecords` in the batch's own transaction. Repeating it is harmless.
    */
-  erase(request: { productId: string; email: string; erasureId: string }): Promise<void>;
+  erase(request: ErasureSubject & { erasureId: string }): Promise<void>;
   /** Counts what still holds the customer's personal data, changing nothing. */
-  find(request: { productId: string; email: string }): Promise<StoreCounts>;
+  find(request: ErasureSubject): Promise<StoreCounts>;
 }
 
 /**
@@ -73,7 +79,7 @@ const toStoreCounts = (counts: StoreCounts) =>
     .sort(([a], [b]) => a.localeCompare(b))
     .map(([store, records]) => ({ store, records: BigInt(records) }));
 
-function customerOf(request: { productId: string; email: string }): { productId: string; email: string } {
+function customerOf(request: ErasureSubject): ErasureSubject {
   const email = normalizeEmail(request.email);
   // The caller normalises; anything else is a caller bug that must not erase the wrong records.
   if (email !== request.email || !isValidEmail(email)) {

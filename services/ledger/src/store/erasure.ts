@@ -1,4 +1,10 @@
-import { erasedMarker, emailInJson as inJson, literalPattern, type Queryable } from "@affiliate/platform";
+import {
+  type ErasureSubject,
+  erasedMarker,
+  emailInJson as inJson,
+  literalPattern,
+  type Queryable,
+} from "@affiliate/platform";
 
 /** The live and the sandbox events: an erasure treats both alike. */
 export type EventsTable = "tracking_events" | "sandbox_events";
@@ -13,7 +19,7 @@ export type EventsTable = "tracking_events" | "sandbox_events";
 export async function anonymizeCustomerEvents(
   sql: Queryable,
   table: EventsTable,
-  customer: { productId: string; email: string },
+  customer: ErasureSubject,
   limit: number,
 ): Promise<string[]> {
   const rows = await sql<{ id: string }[]>`
@@ -48,7 +54,7 @@ export async function countCommissionsOfEvents(sql: Queryable, eventIds: string[
 export async function scrubEventMetadata(
   sql: Queryable,
   table: EventsTable,
-  customer: { productId: string; email: string },
+  customer: ErasureSubject,
   limit: number,
 ): Promise<number> {
   const rows = await sql`
@@ -72,7 +78,7 @@ export type ReasonTable = "refunds" | "commissions";
 export async function scrubReasons(
   sql: Queryable,
   table: ReasonTable,
-  customer: { productId: string; email: string },
+  customer: ErasureSubject,
   limit: number,
 ): Promise<number> {
   const rows = await sql`
@@ -93,10 +99,7 @@ export async function scrubReasons(
  * outcomes hold ids and figures only; this keeps it so if one ever quotes a body). Returns how
  * many.
  */
-export async function scrubIdempotencyOutcomes(
-  sql: Queryable,
-  customer: { productId: string; email: string },
-): Promise<number> {
+export async function scrubIdempotencyOutcomes(sql: Queryable, customer: ErasureSubject): Promise<number> {
   const rows = await sql`
     update idempotency_keys set
       outcome = regexp_replace(outcome::text, ${literalPattern(inJson(customer.email))}, ${erasedMarker}, 'gi')::jsonb
@@ -107,10 +110,7 @@ export async function scrubIdempotencyOutcomes(
 }
 
 /** How many records of each ledger store still hold the customer's email. */
-export async function findCustomerRecords(
-  sql: Queryable,
-  customer: { productId: string; email: string },
-): Promise<Record<string, number>> {
+export async function findCustomerRecords(sql: Queryable, customer: ErasureSubject): Promise<Record<string, number>> {
   const { productId, email } = customer;
   const json = inJson(email);
   const eventsHolding = (table: EventsTable) => sql`

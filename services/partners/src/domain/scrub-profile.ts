@@ -1,4 +1,4 @@
-import { type ErasureOwner, type Sql, setErasedRecords } from "@affiliate/platform";
+import { type ErasureOwner, type ErasureSubject, type Sql, setErasedRecords } from "@affiliate/platform";
 import { clearProfileIp, countProfilesWithIp } from "../store/profiles.js";
 
 /** The receipt's name for partners' store. */
@@ -11,7 +11,7 @@ export const profilesStore = "affiliate_profiles";
  * The count is of profiles matched, so it is set (not added) per erasure: a repeat of the same
  * erasure answers the same 1.
  */
-export async function scrubProfile(sql: Sql, request: { productId: string; email: string; erasureId: string }) {
+export async function scrubProfile(sql: Sql, request: ErasureSubject & { erasureId: string }) {
   await sql.begin(async (tx) => {
     await setErasedRecords(tx, request.erasureId, profilesStore, await clearProfileIp(tx, request));
   });

@@ -1,4 +1,4 @@
-import { DomainError, isValidEmail, newId, normalizeEmail, type Sql } from "@affiliate/platform";
+import { DomainError, type ErasureSubject, isValidEmail, newId, normalizeEmail, type Sql } from "@affiliate/platform";
 import { enqueueCustomerErased } from "../events/outbox.js";
 import {
   completeErasure,
@@ -39,10 +39,7 @@ export function customerEmailOrThrow(email: string): string {
  * receipts are found by), the email sealed for the saga's duration, and the owners to call.
  * The caller holds the lease it was created with and runs the saga (runErasure).
  */
-export async function requestErasure(
-  deps: ErasureDeps,
-  request: { productId: string; email: string },
-): Promise<string> {
+export async function requestErasure(deps: ErasureDeps, request: ErasureSubject): Promise<string> {
   const email = customerEmailOrThrow(request.email);
   const id = newId("ers");
   await deps.sql.begin((tx) =>

@@ -1,4 +1,4 @@
-import type { Sql } from "@affiliate/platform";
+import type { ErasureSubject, Sql } from "@affiliate/platform";
 import { listErasuresByEmailHash } from "../store/erasures.js";
 import type { EmailKeys } from "./email-keys.js";
 import { customerEmailOrThrow } from "./erase-customer.js";
@@ -8,11 +8,7 @@ import type { Erasure } from "./types.js";
 export const maxListedErasures = 100;
 
 /** The receipts of one email in the product, newest first, found by the email's keyed hash. */
-export async function listErasures(
-  sql: Sql,
-  keys: EmailKeys,
-  request: { productId: string; email: string },
-): Promise<Erasure[]> {
+export async function listErasures(sql: Sql, keys: EmailKeys, request: ErasureSubject): Promise<Erasure[]> {
   const email = customerEmailOrThrow(request.email);
   return listErasuresByEmailHash(sql, request.productId, keys.hash(email), maxListedErasures);
 }
