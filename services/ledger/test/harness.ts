@@ -7,11 +7,14 @@ import { createTestDatabase, type TestDatabase } from "@affiliate/testing";
 import type { MessageInitShape } from "@bufbuild/protobuf";
 import { timestampFromDate } from "@bufbuild/protobuf/wkt";
 import { type Client, ConnectError, createClient, createRouterTransport } from "@connectrpc/connect";
+import postgres from "postgres";
 import { CachedPartnersDirectory } from "../src/partners-directory.js";
 import { migrationsDirectory, routes, schema } from "../src/server.js";
 
 export interface Harness {
   sql: Sql;
+  /** The run's database, for a second client (see capturingSql). */
+  databaseUrl: string;
   ledger: Client<typeof LedgerService>;
   /** The ledger's erasure-owner contract, as the privacy service calls it. */
   erasure: Client<typeof ErasureOwnerService>;
@@ -49,6 +52,7 @@ export async function startHarness(): Promise<Harness> {
   );
   return {
     sql,
+    databaseUrl: database.url,
     ledger: createClient(LedgerService, ledgerTransport),
     erasure: createClient(ErasureOwnerService, ledgerTransport),
     partners,
@@ -123,3 +127,51 @@ export { invariantViolations } from "../src/store/invariants.js";
 
 /** The error a call failed with, or undefined when it succeeded. */
 export const failure = (promise: Promise<unknown>) => promise.then(() => undefined, ConnectError.from);
+
+/** A statement as postgres.js sent it: its text and its serialised parameters. */
+export interface SentStatement {
+  text: string;
+  parameters: unknown[];
+}
+
+/**
+ * A client of the ledger's schema that records every statement it sends, so a test can run the
+ * real code path and then EXPLAIN exactly what it ran (planOf). Rows come back camelCased, as the
+ * store expects; int8 and numeric as strings, which is enough for a test that looks at plans. The
+ * driver's own look-up of array types (pg_catalog, once per connection) is not recorded.
+ */
+export function capturingSql(h: Harness): { sql: Sql; sent: SentStatement[] } {
+  const sent: SentStatement[] = [];
+  const sql = postgres(h.databaseUrl, {
+    max: 1,
+    transform: postgres.camel,
+    connection: { search_path: schema },
+    onnotice: () => {},
+    debug: (_connection, text, parameters) => {
+      if (!text.includes("pg_catalog.")) sent.push({ text, parameters });
+    },
+  }) as unknown as Sql;
+  return { sql, sent };
+}
+
+/** A plan node of EXPLAIN (FORMAT JSON), the fields a test looks at. */
+export interface PlanNode {
+  "Node Type": string;
+  "Relation Name"?: string;
+  "Index Name"?: string;
+  Plans?: PlanNode[];
+}
+
+/** Every node of the statement's plan, depth first, as Postgres would run it now. */
+export async function planOf(sql: Sql, statement: SentStatement): Promise<PlanNode[]> {
+  const [row] = await sql.unsafe(`explain (format json) ${statement.text}`, statement.parameters as never[]);
+  const [explained] = Object.values(row ?? {}) as { Plan: PlanNode }[][];
+  const nodes: PlanNode[] = [];
+  const visit = (node: PlanNode) => {
+    nodes.push(node);
+    for (const child of node.Plans ?? []) visit(child);
+  };
+  const plan = explained?.[0]?.Plan;
+  if (plan) visit(plan);
+  return nodes;
+}
