@@ -3,10 +3,9 @@ import { CommissionAction, Period } from "@affiliate/proto/ledger";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { approveDueCommissions } from "../src/domain/approve-due-commissions.js";
 import { compactHourlyRollups, shardedDays } from "../src/domain/compact-rollups.js";
-import { getStats, getTimeseries, statsWindows, windowReachDays } from "../src/domain/stats.js";
+import { statsWindows, windowReachDays } from "../src/domain/stats.js";
 import type { Period as LedgerPeriod } from "../src/domain/types.js";
 import {
-  capturingSql,
   day,
   EventType,
   type Harness,
@@ -14,6 +13,7 @@ import {
   newAffiliate,
   newProduct,
   planOf,
+  recordStatements,
   startHarness,
   track,
   trackBatch,
@@ -73,23 +73,20 @@ async function expectStatsEqualTheEvents(productId: string) {
  * and 12-month series), as Postgres plans them now: for each scan, its table and index.
  */
 async function statsPlans(productId: string): Promise<string[][]> {
-  const capture = capturingSql(h);
-  try {
-    for (const [, name] of periods) await getStats(capture.sql, productId, name, h.clock.now);
-    for (const name of ["7d", "12m"] as const) await getTimeseries(capture.sql, productId, name, h.clock.now);
-    const plans: string[][] = [];
-    for (const statement of capture.sent) {
-      const nodes = await planOf(h.sql, statement);
-      plans.push(
-        nodes
-          .filter((node) => node["Relation Name"] !== undefined || node["Index Name"] !== undefined)
-          .map((node) => [node["Node Type"], node["Relation Name"], node["Index Name"]].filter(Boolean).join(" ")),
-      );
-    }
-    return plans;
-  } finally {
-    await capture.sql.end();
+  const sent = await recordStatements(h, async () => {
+    for (const [period] of periods) await h.ledger.getStats({ productId, period });
+    for (const period of [Period.PERIOD_7D, Period.PERIOD_12M]) await h.ledger.getTimeseries({ productId, period });
+  });
+  const plans: string[][] = [];
+  for (const statement of sent) {
+    const nodes = await planOf(h.sql, statement);
+    plans.push(
+      nodes
+        .filter((node) => node["Relation Name"] !== undefined || node["Index Name"] !== undefined)
+        .map((node) => [node["Node Type"], node["Relation Name"], node["Index Name"]].filter(Boolean).join(" ")),
+    );
   }
+  return plans;
 }
 
 describe("stats read rollups only", () => {
@@ -97,12 +94,12 @@ describe("stats read rollups only", () => {
     const productId = await newProduct(h, { holdDays: 0 });
     const sponsor = await newAffiliate(h, productId);
     const aff = await newAffiliate(h, productId, { sponsorReferralCode: sponsor.code });
-    let sent = 0;
+    let tracked = 0;
     /** `count` events since midnight (a payment in ten), in batches of 500. */
     const trackToday = async (count: number) => {
       const midnight = Date.UTC(2026, 10, 20);
       const events = Array.from({ length: count }, (_, i) => {
-        const n = sent + i;
+        const n = tracked + i;
         const occurredAt = new Date(midnight + ((n * 7919) % (15.5 * hour)));
         return n % 10 === 0
           ? {
@@ -115,7 +112,7 @@ describe("stats read rollups only", () => {
             }
           : { productId, type: EventType.CLICK, referralCode: aff.code, occurredAt };
       });
-      sent += count;
+      tracked += count;
       for (let start = 0; start < events.length; start += 500) {
         const { results } = await trackBatch(h, events.slice(start, start + 500));
         expect(results.filter((r) => r.outcome.case !== "tracked")).toEqual([]);
@@ -141,11 +138,10 @@ describe("stats read rollups only", () => {
     expect(await statsPlans(productId)).toEqual(plans);
     await expectStatsEqualTheEvents(productId);
 
-    const capture = capturingSql(h);
-    await getStats(capture.sql, productId, "12m", h.clock.now);
-    await capture.sql.end();
+    const sent = await recordStatements(h, () => h.ledger.getStats({ productId, period: Period.PERIOD_12M }));
+    expect(sent).toHaveLength(1);
     const touched = new Set<string>();
-    for (const statement of capture.sent) {
+    for (const statement of sent) {
       for (const node of await planOf(h.sql, statement)) if (node["Relation Name"]) touched.add(node["Relation Name"]);
     }
     expect([...touched].sort()).toEqual(["daily_rollups", "hourly_rollups"]);
