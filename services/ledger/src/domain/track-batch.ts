@@ -305,7 +305,7 @@ async function writeSandbox(deps: ModeDeps, planned: Planned[]): Promise<Map<num
   return results;
 }
 
-function addEventToRollups(changes: RollupChanges, event: EventRow, commissions: NewCommission[]): void {
+export function addEventToRollups(changes: RollupChanges, event: EventRow, commissions: NewCommission[]): void {
   const attributedPayment = event.eventType === "payment" && event.partnershipId !== null;
   changes.addActivity(event.productId, event.occurredAt, {
     clicks: event.eventType === "click" ? 1 : 0,
