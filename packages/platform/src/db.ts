@@ -62,7 +62,8 @@ export interface SqlOptions {
   applicationName: string;
   /**
    * Called with every statement as it is sent (text and parameters). For tests that EXPLAIN
-   * exactly what a code path ran; services leave it unset.
+   * exactly what a code path ran. Services leave it unset: with it, postgres.js also attaches
+   * each failed query's parameters (emails among them) to its error, where a log would show them.
    */
   onStatement?: (text: string, parameters: unknown[]) => void;
 }

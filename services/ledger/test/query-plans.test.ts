@@ -170,5 +170,23 @@ describe("every statement of a mixed load reads the large tables through an inde
     expect(texts.some((t) => /customer_email = \$\d+ and amount_cents/i.test(t))).toBe(true);
 
     expect(await fullScans(sent)).toEqual([]);
+
+    // The statements issue 17's load read whole tables with, each now on its index.
+    const indexesOf = async (pattern: RegExp) => {
+      const statement = planned(sent).find((s) => pattern.test(s.text));
+      expect(statement, String(pattern)).toBeDefined();
+      const nodes = await planOf(h.sql, statement as SentStatement);
+      return { indexes: nodes.flatMap((node) => node["Index Name"] ?? []), nodes };
+    };
+    expect((await indexesOf(/payout_id is null\s+group by partnership_id/)).indexes).toContain("commissions_payable");
+    expect((await indexesOf(/join commissions c2 on c2.product_id/)).indexes).toContain("commissions_payable");
+    expect((await indexesOf(/as tracking_events,/)).indexes).toEqual(
+      expect.arrayContaining(["tracking_events_by_customer_email", "commissions_by_event", "commissions_with_reason"]),
+    );
+    const stats = await indexesOf(/from parts p join daily_rollups/);
+    expect(stats.nodes.flatMap((node) => node["Relation Name"] ?? []).sort()).toEqual([
+      "daily_rollups",
+      "hourly_rollups",
+    ]);
   });
 });

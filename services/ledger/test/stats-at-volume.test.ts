@@ -3,7 +3,7 @@ import { CommissionAction, Period } from "@affiliate/proto/ledger";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { approveDueCommissions } from "../src/domain/approve-due-commissions.js";
 import { compactHourlyRollups, shardedDays } from "../src/domain/compact-rollups.js";
-import { statsWindows, windowReachDays } from "../src/domain/stats.js";
+import { periodDays, statsWindows, windowReachDays } from "../src/domain/stats.js";
 import type { Period as LedgerPeriod } from "../src/domain/types.js";
 import {
   day,
@@ -156,7 +156,7 @@ describe("window edges on the hour", () => {
       for (const [, name] of periods) {
         const { current, previous } = statsWindows(name, now);
         expect(current[1]).toEqual(new Date("2026-11-20T16:00:00Z"));
-        const length = { "7d": 7, "30d": 30, "90d": 90, "12m": 365 }[name] * day;
+        const length = periodDays[name] * day;
         expect(current[0]).toEqual(new Date(current[1].getTime() - length));
         expect(previous).toEqual([new Date(current[0].getTime() - length), current[0]]);
       }
