@@ -19,8 +19,9 @@ export interface BenchConfig {
   warmupS: number;
   /** C: how many bulk registrations of 100 entries. */
   bulkRepeats: number;
-  /** F: events of the large product and of the small one. */
+  /** F: events of the large product over the last 12 months, and today; events of the small one. */
   events: number;
+  eventsToday: number;
   smallEvents: number;
   /** G: live payments seeded for the refunds to use up, one per request (warm-up included). */
   refundPayments: number;
@@ -90,7 +91,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): BenchConfig {
     warmupS: positiveInt(env, "BENCH_WARMUP_S", 2, 0),
     bulkRepeats: positiveInt(env, "BENCH_BULK_REPEATS", 10),
     events: positiveInt(env, "BENCH_EVENTS", 1_000_000),
-    smallEvents: positiveInt(env, "BENCH_SMALL_EVENTS", 10_000),
+    eventsToday: positiveInt(env, "BENCH_EVENTS_TODAY", 100_000, 0),
+    smallEvents: positiveInt(env, "BENCH_SMALL_EVENTS", 1000),
     refundPayments: positiveInt(env, "BENCH_REFUND_PAYMENTS", 50_000),
     payoutPartnerships: positiveInt(env, "BENCH_PAYOUT_PARTNERSHIPS", 10_000),
     payoutCommissions: positiveInt(env, "BENCH_PAYOUT_COMMISSIONS", 100_000),

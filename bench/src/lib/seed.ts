@@ -1,16 +1,24 @@
 import { Readable } from "node:stream";
 import { pipeline } from "node:stream/promises";
+import { commissionAmount } from "@affiliate/ledger/dist/domain/money.js";
+import { RollupChanges } from "@affiliate/ledger/dist/domain/rollup-changes.js";
+import { addEventToRollups } from "@affiliate/ledger/dist/domain/track-batch.js";
+import type { CommissionStatus } from "@affiliate/ledger/dist/domain/types.js";
+import type { NewCommission } from "@affiliate/ledger/dist/store/commissions.js";
+import type { EventRow } from "@affiliate/ledger/dist/store/events.js";
+import { newId, type Queryable } from "@affiliate/platform";
 import type { Sql } from "postgres";
-import { uuidv7 } from "uuidv7";
 
 /**
  * Bulk seeding straight into the services' schemas: going through the API would take minutes
  * for what SQL does in seconds, and the measured reads do not care how the rows got there as
- * long as they look like the services' own (same id format, same invariants).
+ * long as they are the services' own. So the rows are made by the ledger's own functions: its
+ * ids, its money rounding, and its rollup changes (daily, hourly, per partnership), written a
+ * transaction's worth at a time as the ledger writes them; only the events and commissions
+ * themselves go in by COPY.
  */
 
-/** An id as the services make them: type prefix + a time-ordered UUIDv7 without dashes. */
-export const newId = (prefix: string) => `${prefix}_${uuidv7().replaceAll("-", "")}`;
+export { newId };
 
 /** Rows per multi-row INSERT: ~5 columns x 5,000 stays well under Postgres' 65,535 parameters. */
 const rowsPerStatement = 5000;
@@ -70,7 +78,6 @@ export interface EventTotals {
 }
 
 const dayMs = 24 * 3600 * 1000;
-const shardCount = 16;
 const commissionRateBps = 2000; // the program default (contract section 3)
 const holdDays = 30;
 
@@ -101,35 +108,58 @@ async function copyInto(sql: Sql, table: string, columns: string[], lines: Itera
   await pipeline(Readable.from(chunked(lines)), writable);
 }
 
-interface Rollup {
-  day: string;
-  shard: number;
-  clicks: number;
-  signups: number;
-  conversions: number;
-  revenueCents: number;
-  commissionsCents: number;
+/** Events per transaction when the ledger records a batch (TrackBatch takes at most 500). */
+const eventsPerTransaction = 500;
+
+/**
+ * The rollup changes of seeded rows, gathered as the ledger gathers a transaction's (RollupChanges)
+ * one transaction's worth of events at a time, and written with the ledger's own upserts: each
+ * transaction's rows on one random shard, as a busy product's are.
+ */
+class SeededRollups {
+  private readonly done: RollupChanges[] = [];
+  private current = new RollupChanges();
+  private eventsInCurrent = 0;
+
+  /** The changes of the transaction the next event belongs to. */
+  next(): RollupChanges {
+    if (this.eventsInCurrent === eventsPerTransaction) {
+      this.done.push(this.current);
+      this.current = new RollupChanges();
+      this.eventsInCurrent = 0;
+    }
+    this.eventsInCurrent++;
+    return this.current;
+  }
+
+  /** Writes every transaction's changes, a few transactions at a time. */
+  async write(sql: Sql, concurrency = 4): Promise<void> {
+    const queue = [...this.done, this.current];
+    const worker = async () => {
+      for (let changes = queue.shift(); changes; changes = queue.shift()) {
+        const pending = changes;
+        await sql.begin(async (tx) => {
+          await tx`set local search_path = ledger`;
+          await pending.flush(tx as unknown as Queryable);
+        });
+      }
+    };
+    await Promise.all(Array.from({ length: concurrency }, worker));
+  }
 }
 
-/** What seedEvents adds to one shard of a partnership's rollup (partnership_rollups). */
-interface EventPartnershipRollup {
-  partnershipId: string;
-  shard: number;
-  clicks: number;
-  conversions: number;
-  pendingCount: number;
-  pendingAmountCents: number;
-  approvedCount: number;
-  approvedAmountCents: number;
-}
-
-const zeroFigures = () => ({
-  clicks: 0,
-  conversions: 0,
-  pendingCount: 0,
-  pendingAmountCents: 0,
-  approvedCount: 0,
-  approvedAmountCents: 0,
+/** A live event as the ledger stores it, with no customer data beyond what is given. */
+const eventRow = (fields: Partial<EventRow> & Pick<EventRow, "productId" | "eventType" | "occurredAt">): EventRow => ({
+  id: newId("evt"),
+  partnershipId: null,
+  visitorId: null,
+  customerEmail: null,
+  providerCustomerId: null,
+  amountCents: null,
+  externalId: null,
+  ip: null,
+  userAgent: null,
+  ...fields,
 });
 
 /** The tracking_events columns both seeders COPY, in the order of their lines. */
@@ -146,174 +176,174 @@ const eventColumns = [
   "occurred_at",
 ];
 
+const eventLine = (e: EventRow) =>
+  copyLine([
+    e.id,
+    e.productId,
+    e.eventType,
+    e.partnershipId,
+    e.visitorId,
+    e.customerEmail,
+    e.providerCustomerId,
+    e.amountCents,
+    e.externalId,
+    e.occurredAt.toISOString(),
+  ]);
+
+/** The commissions columns both seeders COPY, in the order of commissionLine. */
+const commissionColumns = [
+  "id",
+  "product_id",
+  "partnership_id",
+  "event_id",
+  "level",
+  "parent_commission_id",
+  "original_amount_cents",
+  "amount_cents",
+  "status",
+  "hold_until",
+  "referral_code",
+  "payment_amount_cents",
+  "payment_occurred_at",
+  "approved_at",
+];
+
+const commissionLine = (c: NewCommission) =>
+  copyLine([
+    c.id,
+    c.productId,
+    c.partnershipId,
+    c.eventId,
+    c.level,
+    c.parentCommissionId,
+    c.amountCents,
+    c.amountCents,
+    c.status,
+    c.holdUntil.toISOString(),
+    c.referralCode,
+    c.paymentAmountCents,
+    c.paymentOccurredAt.toISOString(),
+    c.status === "approved" ? c.holdUntil.toISOString() : null,
+  ]);
+
+/** A commission of a payment, `approved` once its hold is over (by `now`), as the ledger makes it. */
+function commissionOf(
+  payment: EventRow,
+  payee: SeededPartnership,
+  level: 1 | 2,
+  rateBps: number,
+  parentCommissionId: string | null,
+  now: number,
+): NewCommission {
+  const holdUntil = new Date(payment.occurredAt.getTime() + holdDays * dayMs);
+  const status: CommissionStatus = holdUntil.getTime() <= now ? "approved" : "pending";
+  const paymentCents = payment.amountCents ?? 0;
+  return {
+    id: newId("com"),
+    productId: payment.productId,
+    partnershipId: payee.id,
+    eventId: payment.id,
+    level,
+    parentCommissionId,
+    amountCents: commissionAmount(paymentCents, rateBps),
+    status,
+    holdUntil,
+    referralCode: payee.referralCode,
+    paymentAmountCents: paymentCents,
+    paymentOccurredAt: payment.occurredAt,
+  };
+}
+
 /**
  * `count` live tracking events of one product spread evenly over the last 364 days (not 365, so
- * that the whole history stays inside a 12m window asked for minutes later), with what the
- * ledger would have written alongside them: a level-1 commission per payment, the daily
- * rollups (one row per UTC day and shard) and the partnerships' rollups (one row per
- * partnership and shard), summing exactly these events. Mix: 80% clicks, 15%
- * signups, 5% attributed payments.
+ * that the whole history stays inside a 12m window asked for minutes later), plus `today` more
+ * between UTC midnight and a minute ago, with what the ledger would have written alongside them:
+ * a level-1 commission per payment and the rollups (daily, hourly, per partnership), summing
+ * exactly these events. Mix: 80% clicks, 15% signups, 5% attributed payments.
  */
 export async function seedEvents(
   sql: Sql,
   productId: string,
   partnerships: readonly SeededPartnership[],
   count: number,
+  options: { today?: number } = {},
 ): Promise<EventTotals> {
   const now = Date.now();
+  const today = options.today ?? 0;
+  const total = count + today;
   const totals: EventTotals = {
-    events: count,
+    events: total,
     clicks: 0,
     signups: 0,
     conversions: 0,
     revenueCents: 0,
     commissionsCents: 0,
   };
-  const rollups = new Map<string, Rollup>();
-  const byPartnership = new Map<string, EventPartnershipRollup>();
+  const rollups = new SeededRollups();
   const commissions: string[] = [];
 
   // Oldest first, as events arrive in production: a day's events then sit in neighbouring heap
-  // pages, and a scan of one day reads few pages. Random order would spread them over the table
-  // and make every partial-day scan look far costlier than it is.
-  const offsets = new Float64Array(count);
+  // pages, and a transaction's worth of them in one or two hours' rollup rows.
+  const sinceMidnight =
+    now - 60_000 - Date.UTC(new Date(now).getUTCFullYear(), new Date(now).getUTCMonth(), new Date(now).getUTCDate());
+  const offsets = new Float64Array(total);
   for (let i = 0; i < count; i++) offsets[i] = 60_000 + Math.floor(Math.random() * 364 * dayMs);
+  for (let i = count; i < total; i++) offsets[i] = 60_000 + Math.floor(Math.random() * Math.max(0, sinceMidnight));
   offsets.sort().reverse();
 
   function* eventLines(): Generator<string> {
-    for (let i = 0; i < count; i++) {
+    for (let i = 0; i < total; i++) {
       const occurredAt = new Date(now - (offsets[i] ?? 0));
-      const day = occurredAt.toISOString().slice(0, 10);
-      // The ledger picks a random shard per event; so do we.
-      const shard = Math.floor(Math.random() * shardCount);
-      const key = `${day}/${shard}`;
-      let rollup = rollups.get(key);
-      if (!rollup) {
-        rollup = { day, shard, clicks: 0, signups: 0, conversions: 0, revenueCents: 0, commissionsCents: 0 };
-        rollups.set(key, rollup);
-      }
       const partnership = partnerships[i % partnerships.length] as SeededPartnership;
-      // The ledger adds each event to one random shard of its partnership's rollup as well.
-      const partnershipKey = `${partnership.id}/${Math.floor(Math.random() * shardCount)}`;
-      let owned = byPartnership.get(partnershipKey);
-      if (!owned) {
-        owned = { partnershipId: partnership.id, shard: Number(partnershipKey.split("/")[1]), ...zeroFigures() };
-        byPartnership.set(partnershipKey, owned);
-      }
-      const id = newId("evt");
-      const at = occurredAt.toISOString();
       const roll = Math.random();
+      let event: EventRow;
+      const made: NewCommission[] = [];
       if (roll < 0.8) {
-        rollup.clicks++;
-        owned.clicks++;
-        totals.clicks++;
-        yield copyLine([id, productId, "click", partnership.id, `vis_${i}`, null, null, null, null, at]);
-      } else if (roll < 0.95) {
-        rollup.signups++;
-        totals.signups++;
-        yield copyLine([
-          id,
+        event = eventRow({
           productId,
-          "signup",
-          partnership.id,
-          null,
-          `c${i}@bench.invalid`,
-          `cus_${i}`,
-          null,
-          null,
-          at,
-        ]);
+          eventType: "click",
+          partnershipId: partnership.id,
+          visitorId: `vis_${i}`,
+          occurredAt,
+        });
+        totals.clicks++;
+      } else if (roll < 0.95) {
+        event = eventRow({
+          productId,
+          eventType: "signup",
+          partnershipId: partnership.id,
+          customerEmail: `c${i}@bench.invalid`,
+          providerCustomerId: `cus_${i}`,
+          occurredAt,
+        });
+        totals.signups++;
       } else {
-        const amount = 1000 + Math.floor(Math.random() * 19_000);
-        const commission = Math.round((amount * commissionRateBps) / 10_000);
-        rollup.conversions++;
-        owned.conversions++;
-        rollup.revenueCents += amount;
-        rollup.commissionsCents += commission;
+        event = eventRow({
+          productId,
+          eventType: "payment",
+          partnershipId: partnership.id,
+          providerCustomerId: `cus_${i}`,
+          amountCents: 1000 + Math.floor(Math.random() * 19_000),
+          externalId: `pay_${i}`,
+          occurredAt,
+        });
+        const commission = commissionOf(event, partnership, 1, commissionRateBps, null, now);
+        made.push(commission);
+        commissions.push(commissionLine(commission));
         totals.conversions++;
-        totals.revenueCents += amount;
-        totals.commissionsCents += commission;
-        yield copyLine([id, productId, "payment", partnership.id, null, null, `cus_${i}`, amount, `pay_${i}`, at]);
-        const holdUntil = new Date(occurredAt.getTime() + holdDays * dayMs);
-        const approved = holdUntil.getTime() <= now;
-        if (approved) {
-          owned.approvedCount++;
-          owned.approvedAmountCents += commission;
-        } else {
-          owned.pendingCount++;
-          owned.pendingAmountCents += commission;
-        }
-        commissions.push(
-          copyLine([
-            newId("com"),
-            productId,
-            partnership.id,
-            id,
-            1,
-            commission,
-            commission,
-            approved ? "approved" : "pending",
-            holdUntil.toISOString(),
-            partnership.referralCode,
-            amount,
-            at,
-            approved ? holdUntil.toISOString() : null,
-          ]),
-        );
+        totals.revenueCents += event.amountCents ?? 0;
+        totals.commissionsCents += commission.amountCents;
       }
+      addEventToRollups(rollups.next(), event, made);
+      yield eventLine(event);
     }
   }
 
   await copyInto(sql, "ledger.tracking_events", eventColumns, eventLines());
   // After the events: each commission references its payment.
-  await copyInto(
-    sql,
-    "ledger.commissions",
-    [
-      "id",
-      "product_id",
-      "partnership_id",
-      "event_id",
-      "level",
-      "original_amount_cents",
-      "amount_cents",
-      "status",
-      "hold_until",
-      "referral_code",
-      "payment_amount_cents",
-      "payment_occurred_at",
-      "approved_at",
-    ],
-    commissions,
-  );
-  const rows = [...rollups.values()].map((r) => ({
-    product_id: productId,
-    day: r.day,
-    shard: r.shard,
-    clicks: r.clicks,
-    signups: r.signups,
-    conversions: r.conversions,
-    revenue_cents: r.revenueCents,
-    commissions_cents: r.commissionsCents,
-  }));
-  for (let start = 0; start < rows.length; start += rowsPerStatement) {
-    await sql`insert into ledger.daily_rollups ${sql(rows.slice(start, start + rowsPerStatement))}`;
-  }
-  const partnershipRows = [...byPartnership.values()].map((r) => ({
-    partnership_id: r.partnershipId,
-    shard: r.shard,
-    product_id: productId,
-    clicks: r.clicks,
-    conversions: r.conversions,
-    pending_count: r.pendingCount,
-    pending_amount_cents: r.pendingAmountCents,
-    approved_count: r.approvedCount,
-    approved_amount_cents: r.approvedAmountCents,
-  }));
-  for (let start = 0; start < partnershipRows.length; start += rowsPerStatement) {
-    await sql`insert into ledger.partnership_rollups ${sql(partnershipRows.slice(start, start + rowsPerStatement))}`;
-  }
-  for (const table of ["tracking_events", "commissions", "daily_rollups", "partnership_rollups"]) {
+  await copyInto(sql, "ledger.commissions", commissionColumns, commissions);
+  await rollups.write(sql);
+  for (const table of ["tracking_events", "commissions", "daily_rollups", "hourly_rollups", "partnership_rollups"]) {
     await sql.unsafe(`analyze ledger.${table}`);
   }
   return totals;
@@ -352,24 +382,12 @@ export interface PaymentTotals {
 
 const tier2RateBps = 500; // the program default (contract section 3)
 
-/** round(amount × rate / 10,000), halves up, in integers: the ledger's money rounding. */
-const centsAt = (amount: number, rateBps: number) => Math.floor((2 * amount * rateBps + 10_000) / 20_000);
-
-interface PartnershipRollup {
-  partnershipId: string;
-  shard: number;
-  conversions: number;
-  approvedCount: number;
-  approvedAmountCents: number;
-}
-
 /**
  * `count` live attributed payments of one product, as `POST /events` with the program defaults
  * would have left them once their hold ended: each with its level-1 commission (20%) and, when
- * the payee has a sponsor, a level-2 one (5%), both `approved`, in no payout; plus the rows they
- * add to daily_rollups and partnership_rollups, one shard per payment as the ledger picks it.
- * Payments fall 31-90 days back, so their 30-day hold is over. Payee i % payees.length gets
- * payment i; external_ids are `${tag}-${i}`.
+ * the payee has a sponsor, a level-2 one (5%), both `approved`, in no payout; plus the rollup
+ * changes the ledger makes for them. Payments fall 31-90 days back, so their 30-day hold is over.
+ * Payee i % payees.length gets payment i; external_ids are `${tag}-${i}`.
  */
 export async function seedApprovedPayments(
   sql: Sql,
@@ -387,17 +405,7 @@ export async function seedApprovedPayments(
     levelTwoCents: 0,
     levelTwoCommissions: 0,
   };
-  const daily = new Map<string, Rollup>();
-  const byPartnership = new Map<string, PartnershipRollup>();
-  const partnershipRow = (partnershipId: string, shard: number) => {
-    const key = `${partnershipId}/${shard}`;
-    let row = byPartnership.get(key);
-    if (!row) {
-      row = { partnershipId, shard, conversions: 0, approvedCount: 0, approvedAmountCents: 0 };
-      byPartnership.set(key, row);
-    }
-    return row;
-  };
+  const rollups = new SeededRollups();
   const commissions: string[] = [];
 
   // Oldest first, as they would have arrived.
@@ -408,141 +416,46 @@ export async function seedApprovedPayments(
   function* eventLines(): Generator<string> {
     for (let i = 0; i < count; i++) {
       const payee = payees[i % payees.length] as Payee;
-      const occurredAt = new Date(now - (offsets[i] ?? 0));
-      const at = occurredAt.toISOString();
-      const holdUntil = new Date(occurredAt.getTime() + holdDays * dayMs).toISOString();
-      const amount = 1000 + Math.floor(Math.random() * 19_000);
-      const levelOne = centsAt(amount, commissionRateBps);
-      const levelTwo = payee.sponsor ? centsAt(amount, tier2RateBps) : 0;
-      const eventId = newId("evt");
       const externalId = `${tag}-${i}`;
-      totals.externalIds.push(externalId);
-      totals.revenueCents += amount;
-      totals.levelOneCents += levelOne;
-      totals.levelTwoCents += levelTwo;
-
-      const shard = Math.floor(Math.random() * shardCount);
-      const day = at.slice(0, 10);
-      let rollup = daily.get(`${day}/${shard}`);
-      if (!rollup) {
-        rollup = { day, shard, clicks: 0, signups: 0, conversions: 0, revenueCents: 0, commissionsCents: 0 };
-        daily.set(`${day}/${shard}`, rollup);
-      }
-      rollup.conversions++;
-      rollup.revenueCents += amount;
-      rollup.commissionsCents += levelOne + levelTwo;
-      const own = partnershipRow(payee.partnership.id, shard);
-      own.conversions++;
-      own.approvedCount++;
-      own.approvedAmountCents += levelOne;
-
-      yield copyLine([
-        eventId,
+      const payment = eventRow({
         productId,
-        "payment",
-        payee.partnership.id,
-        null,
-        null,
-        `cus_${tag}_${i}`,
-        amount,
+        eventType: "payment",
+        partnershipId: payee.partnership.id,
+        providerCustomerId: `cus_${tag}_${i}`,
+        amountCents: 1000 + Math.floor(Math.random() * 19_000),
         externalId,
-        at,
-      ]);
-      const levelOneId = newId("com");
-      const common = (level: number, amountCents: number, parent: string | null, referralCode: string) => [
-        productId,
-        eventId,
-        level,
-        parent,
-        amountCents,
-        amountCents,
-        "approved",
-        holdUntil,
-        referralCode,
-        amount,
-        at,
-        holdUntil,
-      ];
-      commissions.push(
-        copyLine([levelOneId, payee.partnership.id, ...common(1, levelOne, null, payee.partnership.referralCode)]),
-      );
-      if (payee.sponsor) {
-        totals.levelTwoCommissions++;
-        const sponsorRow = partnershipRow(payee.sponsor.id, shard);
-        sponsorRow.approvedCount++;
-        sponsorRow.approvedAmountCents += levelTwo;
-        commissions.push(
-          copyLine([newId("com"), payee.sponsor.id, ...common(2, levelTwo, levelOneId, payee.sponsor.referralCode)]),
-        );
-      }
+        occurredAt: new Date(now - (offsets[i] ?? 0)),
+      });
+      const levelOne = commissionOf(payment, payee.partnership, 1, commissionRateBps, null, now);
+      const made = [levelOne];
+      if (payee.sponsor) made.push(commissionOf(payment, payee.sponsor, 2, tier2RateBps, levelOne.id, now));
+      totals.externalIds.push(externalId);
+      totals.revenueCents += payment.amountCents ?? 0;
+      totals.levelOneCents += levelOne.amountCents;
+      totals.levelTwoCents += made[1]?.amountCents ?? 0;
+      totals.levelTwoCommissions += made.length - 1;
+      // Level 1 before its level 2 in the same COPY: the parent reference is checked at its end.
+      for (const commission of made) commissions.push(commissionLine(commission));
+      addEventToRollups(rollups.next(), payment, made);
+      yield eventLine(payment);
     }
   }
 
   await copyInto(sql, "ledger.tracking_events", eventColumns, eventLines());
-  // Level 1 before its level 2 in the same COPY: the parent reference is checked at its end.
-  await copyInto(
-    sql,
-    "ledger.commissions",
-    [
-      "id",
-      "partnership_id",
-      "product_id",
-      "event_id",
-      "level",
-      "parent_commission_id",
-      "original_amount_cents",
-      "amount_cents",
-      "status",
-      "hold_until",
-      "referral_code",
-      "payment_amount_cents",
-      "payment_occurred_at",
-      "approved_at",
-    ],
-    commissions,
-  );
-  const dailyRows = [...daily.values()].map((r) => ({
-    product_id: productId,
-    day: r.day,
-    shard: r.shard,
-    clicks: 0,
-    signups: 0,
-    conversions: r.conversions,
-    revenue_cents: r.revenueCents,
-    commissions_cents: r.commissionsCents,
-  }));
-  for (let start = 0; start < dailyRows.length; start += rowsPerStatement) {
-    await sql`
-      insert into ledger.daily_rollups ${sql(dailyRows.slice(start, start + rowsPerStatement))}
-      on conflict (product_id, day, shard) do update set
-        conversions = daily_rollups.conversions + excluded.conversions,
-        revenue_cents = daily_rollups.revenue_cents + excluded.revenue_cents,
-        commissions_cents = daily_rollups.commissions_cents + excluded.commissions_cents`;
-  }
-  const partnershipRows = [...byPartnership.values()].map((r) => ({
-    partnership_id: r.partnershipId,
-    shard: r.shard,
-    product_id: productId,
-    conversions: r.conversions,
-    approved_count: r.approvedCount,
-    approved_amount_cents: r.approvedAmountCents,
-  }));
-  for (let start = 0; start < partnershipRows.length; start += rowsPerStatement) {
-    await sql`
-      insert into ledger.partnership_rollups ${sql(partnershipRows.slice(start, start + rowsPerStatement))}
-      on conflict (partnership_id, shard) do update set
-        conversions = partnership_rollups.conversions + excluded.conversions,
-        approved_count = partnership_rollups.approved_count + excluded.approved_count,
-        approved_amount_cents = partnership_rollups.approved_amount_cents + excluded.approved_amount_cents`;
-  }
+  await copyInto(sql, "ledger.commissions", commissionColumns, commissions);
+  await rollups.write(sql);
   return totals;
 }
 
 /**
  * Rows where the product's rollups disagree with its events and commissions (the ledger
- * README's invariants, extended to partnership_rollups): 0 and 0 on a consistent ledger.
+ * README's invariants, extended to partnership_rollups), and days whose hourly rollups do not
+ * add up to the daily ones: 0, 0 and 0 on a consistent ledger.
  */
-export async function rollupMismatches(sql: Sql, productId: string): Promise<{ daily: number; partnerships: number }> {
+export async function rollupMismatches(
+  sql: Sql,
+  productId: string,
+): Promise<{ daily: number; partnerships: number; hourly: number }> {
   const [daily] = await sql<{ count: number }[]>`
     select count(*)::int as count from
       (select day, sum(commissions_cents) as commissions, sum(conversions) as conversions,
@@ -585,5 +498,16 @@ export async function rollupMismatches(sql: Sql, productId: string): Promise<{ d
        or coalesce(r.approved_cents, 0) <> coalesce(c.approved_cents, 0)
        or coalesce(r.paid_count, 0) <> coalesce(c.paid_count, 0)
        or coalesce(r.paid_cents, 0) <> coalesce(c.paid_cents, 0)`;
-  return { daily: daily?.count ?? 0, partnerships: partnerships?.count ?? 0 };
+  const [hourly] = await sql<{ count: number }[]>`
+    select count(*)::int as count from
+      (select day, sum(clicks) as clicks, sum(signups) as signups, sum(conversions) as conversions,
+              sum(revenue_cents) as revenue, sum(commissions_cents) as commissions
+       from ledger.daily_rollups where product_id = ${productId} group by day) d
+      full join (select (hour at time zone 'UTC')::date as day, sum(clicks) as clicks, sum(signups) as signups,
+                        sum(conversions) as conversions, sum(revenue_cents) as revenue,
+                        sum(commissions_cents) as commissions
+                 from ledger.hourly_rollups where product_id = ${productId} group by 1) h using (day)
+    where (d.clicks, d.signups, d.conversions, d.revenue, d.commissions)
+          is distinct from (h.clicks, h.signups, h.conversions, h.revenue, h.commissions)`;
+  return { daily: daily?.count ?? 0, partnerships: partnerships?.count ?? 0, hourly: hourly?.count ?? 0 };
 }

@@ -60,6 +60,12 @@ export interface SqlOptions {
    * sees which replica holds a connection, and the pool metrics count this process's connections.
    */
   applicationName: string;
+  /**
+   * Called with every statement as it is sent (text and parameters). For tests that EXPLAIN
+   * exactly what a code path ran. Services leave it unset: with it, postgres.js also attaches
+   * each failed query's parameters (emails among them) to its error, where a log would show them.
+   */
+  onStatement?: (text: string, parameters: unknown[]) => void;
 }
 
 /** Postgres keeps 63 bytes of an application_name. */
@@ -85,6 +91,9 @@ export function createSql(url: string, options: SqlOptions): Sql {
     types: { int8: int8AsNumber, numeric: numericAsBigint, json: jsonExact },
     connection: { search_path: options.schema, application_name: processApplicationName(options.applicationName) },
     onnotice: () => {},
+    ...(options.onStatement && {
+      debug: (_connection: number, text: string, parameters: unknown[]) => options.onStatement?.(text, parameters),
+    }),
   }) as unknown as Sql;
   return instrumentSql(boundByDeadlines(sql));
 }

@@ -15,7 +15,7 @@ import { PartnersService } from "@affiliate/proto/partners";
 import { createClient } from "@connectrpc/connect";
 import { loadLedgerConfig } from "./config.js";
 import { approveDueCommissions } from "./domain/approve-due-commissions.js";
-import { compactDailyRollups } from "./domain/compact-rollups.js";
+import { compactDailyRollups, compactHourlyRollups } from "./domain/compact-rollups.js";
 import { purgeExpiredKeys } from "./domain/idempotency.js";
 import { consumePayoutEvents } from "./events/payout-events.js";
 import { CachedPartnersDirectory, followPartnersEvents } from "./partners-directory.js";
@@ -47,10 +47,13 @@ const stopSweep = startPeriodicJob(logger, "hold sweep", config.HOLD_SWEEP_INTER
   if (approved > 0) logger.info({ approved }, "hold sweep approved commissions");
 });
 
-// Hourly: old days' rollup shards folded into one row each, so long stats windows read few rows.
+// Hourly: old days' and hours' rollup shards folded into one row each, so long stats windows read
+// few rows, and hours no window reaches deleted, so the hourly rollups stay bounded.
 const stopCompaction = startPeriodicJob(logger, "rollup compaction", 60 * 60 * 1000, async () => {
   const days = await compactDailyRollups(sql, new Date());
   if (days > 0) logger.info({ days }, "daily rollup shards folded");
+  const hours = await compactHourlyRollups(sql, new Date());
+  if (hours.folded + hours.deleted > 0) logger.info(hours, "hourly rollup shards folded, unreachable hours deleted");
 });
 
 // Hourly: expired idempotency keys (older than 30 days) go, so a key can be used again, and so do

@@ -12,6 +12,8 @@ import { migrationsDirectory, routes, schema } from "../src/server.js";
 
 export interface Harness {
   sql: Sql;
+  /** Where the pool's statements go while recordStatements runs. */
+  recorder: { current: SentStatement[] | null };
   ledger: Client<typeof LedgerService>;
   /** The ledger's erasure-owner contract, as the privacy service calls it. */
   erasure: Client<typeof ErasureOwnerService>;
@@ -36,7 +38,13 @@ export async function startHarness(): Promise<Harness> {
     applicationName: "partners-test",
   });
   await migrate(partnersSql, partnersServer.schema, partnersServer.migrationsDirectory);
-  const sql = createSql(database.url, { schema, max: 8, applicationName: "ledger-test" });
+  const recorder: Harness["recorder"] = { current: null };
+  const sql = createSql(database.url, {
+    schema,
+    max: 8,
+    applicationName: "ledger-test",
+    onStatement: (text, parameters) => recorder.current?.push({ text, parameters }),
+  });
   await migrate(sql, schema, migrationsDirectory);
   const pageTokens = new PageTokens("test-page-token-secret");
   const partnersTransport = createRouterTransport(partnersServer.routes({ sql: partnersSql, pageTokens }), errors);
@@ -49,6 +57,7 @@ export async function startHarness(): Promise<Harness> {
   );
   return {
     sql,
+    recorder,
     ledger: createClient(LedgerService, ledgerTransport),
     erasure: createClient(ErasureOwnerService, ledgerTransport),
     partners,
@@ -123,3 +132,75 @@ export { invariantViolations } from "../src/store/invariants.js";
 
 /** The error a call failed with, or undefined when it succeeded. */
 export const failure = (promise: Promise<unknown>) => promise.then(() => undefined, ConnectError.from);
+
+/** A statement as the ledger's pool sent it: its text and its parameters. */
+export interface SentStatement {
+  text: string;
+  parameters: unknown[];
+}
+
+/**
+ * Every statement the ledger's pool sends while `work` runs (the driver's own look-ups in
+ * pg_catalog aside), so a test can run a real code path and EXPLAIN exactly what it ran
+ * (planOf). Nothing else may use the pool meanwhile.
+ */
+export async function recordStatements(h: Harness, work: () => Promise<unknown>): Promise<SentStatement[]> {
+  const sent: SentStatement[] = [];
+  h.recorder.current = sent;
+  try {
+    await work();
+  } finally {
+    h.recorder.current = null;
+  }
+  return sent.filter((statement) => !statement.text.includes("pg_catalog."));
+}
+
+/** A plan node of EXPLAIN (FORMAT JSON), the fields a test looks at. */
+export interface PlanNode {
+  "Node Type": string;
+  "Relation Name"?: string;
+  "Index Name"?: string;
+  "Total Cost": number;
+  Plans?: PlanNode[];
+}
+
+/**
+ * Every node of the statement's plan, depth first, as Postgres would run it now: the plan for the
+ * parameters given, or (`generic`) the generic plan a prepared statement may switch to, whatever
+ * its parameters.
+ */
+export async function planOf(
+  sql: Sql,
+  statement: SentStatement,
+  options: { generic?: boolean } = {},
+): Promise<PlanNode[]> {
+  const parameters = statement.parameters as never[];
+  const rows = options.generic
+    ? await sql.begin(async (tx) => {
+        await tx.unsafe(`prepare planned as ${statement.text}`);
+        await tx.unsafe("set local plan_cache_mode = force_generic_plan");
+        // EXECUTE takes no bind parameters: its arguments are the sent (serialised) values as
+        // literals of the types Postgres inferred for the prepared statement.
+        const [prepared] = await tx<{ types: string[] }[]>`
+          select parameter_types::text[] as types from pg_prepared_statements where name = 'planned'`;
+        const literal = (value: unknown, i: number) =>
+          value === null || value === undefined
+            ? `null::${prepared?.types[i]}`
+            : `'${String(value).replaceAll("'", "''")}'::${prepared?.types[i]}`;
+        const explained = await tx.unsafe(
+          `explain (format json) execute planned${parameters.length > 0 ? `(${parameters.map(literal).join(", ")})` : ""}`,
+        );
+        await tx.unsafe("deallocate planned");
+        return explained;
+      })
+    : await sql.unsafe(`explain (format json) ${statement.text}`, parameters);
+  const [explained] = Object.values(rows[0] ?? {}) as { Plan: PlanNode }[][];
+  const nodes: PlanNode[] = [];
+  const visit = (node: PlanNode) => {
+    nodes.push(node);
+    for (const child of node.Plans ?? []) visit(child);
+  };
+  const plan = explained?.[0]?.Plan;
+  if (plan) visit(plan);
+  return nodes;
+}

@@ -24,26 +24,24 @@ const metrics = (m: Record<string, bigint> | undefined) =>
   };
 
 describe("summary stats", () => {
-  it("sums the rolling window and the one before it, to the millisecond at both edges", async () => {
+  it("sums the rolling window and the one before it, their edges on the hour (contract 16)", async () => {
     const productId = await newProduct(h, { holdDays: 0 });
     const aff = await newAffiliate(h, productId);
-    const click = (ms: number) =>
-      track(h, { productId, type: EventType.CLICK, referralCode: aff.code, occurredAt: at(ms) });
-    await click(0); // now: inside
-    await click(7 * day - 1); // just inside the 7d window (a partial day)
-    await click(7 * day); // exactly at the start: inside [now-7d, now)
-    await click(7 * day + 1); // just before: previous period
-    await click(14 * day - 1); // previous period
-    await click(14 * day + 1); // before both
-    await track(h, {
-      productId,
-      type: EventType.CLICK,
-      referralCode: aff.code,
-      occurredAt: new Date(h.clock.now.getTime() + 60_000),
-    }); // future: excluded
+    const clickAt = (occurredAt: Date) =>
+      track(h, { productId, type: EventType.CLICK, referralCode: aff.code, occurredAt });
+    // now is 15:30: the current window ends with the current hour, at 16:00, and is 7 days long.
+    const end = new Date(h.clock.now.getTime() + 30 * 60_000);
+    const since = (ms: number) => new Date(end.getTime() - ms);
+    await clickAt(at(0)); // now: inside
+    await clickAt(new Date(h.clock.now.getTime() + 60_000)); // later in the current hour: inside
+    await clickAt(since(7 * day)); // exactly at the start, on the hour: inside
+    await clickAt(since(7 * day + 1)); // a millisecond before: previous period
+    await clickAt(at(7 * day)); // 7 days before now, in the hour before the start: previous period
+    await clickAt(since(14 * day)); // the previous period's start: previous period
+    await clickAt(since(14 * day + 1)); // before both
     const stats = await h.ledger.getStats({ productId, period: Period.PERIOD_7D });
     expect(stats.current?.clicks).toBe(3n);
-    expect(stats.previous?.clicks).toBe(2n);
+    expect(stats.previous?.clicks).toBe(3n);
   });
 
   it("counts signups, attributed payments, revenue and live commission amounts, and the conversion rate", async () => {

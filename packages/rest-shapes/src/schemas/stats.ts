@@ -3,7 +3,8 @@ import { centsSumSchema } from "./common.js";
 
 export const periodSchema = z.enum(["7d", "30d", "90d", "12m"]).meta({
   id: "Period",
-  description: "A rolling window: 7, 30 or 90 days, or 12m (365 days) before now.",
+  description:
+    "A rolling window of 7, 30 or 90 days, or 12m (365 days), ending with the current UTC hour: its edges are whole hours.",
 });
 
 export type PublicPeriod = z.output<typeof periodSchema>;
@@ -30,9 +31,9 @@ export const statsSchema = z
     ...metricsShape,
     conversion_rate: z.number().min(0).meta({ description: "conversions / clicks; 0 when there are no clicks." }),
     active_affiliates: count.meta({ description: "Partnerships of the program that are active now." }),
-    previous_period: z
-      .object(metricsShape)
-      .meta({ description: "The same metrics for the window of equal length before this one." }),
+    previous_period: z.object(metricsShape).meta({
+      description: "The same metrics for the window of equal length just before this one (its edges whole hours too).",
+    }),
   })
   .meta({ id: "Stats" });
 

@@ -30,7 +30,7 @@ function buckets(state: CommissionState | null): Required<Omit<PartnershipDelta,
   }
 }
 
-/** What the daily rollup counts as commissions: current amounts, rejected excluded (contract 10). */
+/** What the day and hour rollups count as commissions: current amounts, rejected excluded (contract 10). */
 const countedAmount = (state: CommissionState | null) => (state && state.status !== "rejected" ? state.amountCents : 0);
 
 /**
@@ -49,7 +49,7 @@ export function recordCommissionChange(
     Object.keys(is).map((key) => [key, is[key as keyof typeof is] - was[key as keyof typeof was]]),
   ) as PartnershipDelta;
   changes.addPartnership(commission.productId, commission.partnershipId, delta);
-  changes.addDaily(commission.productId, commission.paymentOccurredAt, {
+  changes.addActivity(commission.productId, commission.paymentOccurredAt, {
     commissionsCents: countedAmount(after) - countedAmount(before),
   });
 }

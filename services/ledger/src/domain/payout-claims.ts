@@ -90,9 +90,11 @@ export async function claimCommissions(
         for update of c2
       ) claimed
       where c.id = claimed.id`;
+    // "payout_id is not null" says what `= any(array)` implies, so that even a generic plan
+    // (an array of unknown length) may read the partial index commissions_by_payout.
     return tx<ClaimedCommission[]>`
       select id as commission_id, payout_id, amount_cents from commissions
-      where product_id = ${productId} and payout_id = any(${payoutIds}::text[])
+      where product_id = ${productId} and payout_id is not null and payout_id = any(${payoutIds}::text[])
       order by payout_id, id`;
   });
 }
@@ -106,9 +108,11 @@ export async function releaseCommissions(sql: Queryable, productId: string, payo
     throw DomainError.invalidField("payout_ids", `At most ${maxPayoutsPerCall} payout ids per call`);
   }
   if (payoutIds.length === 0) return 0;
+  // "payout_id is not null": as in claimCommissions, for the partial index.
   const rows = await sql`
     update commissions set payout_id = null, updated_at = now()
-    where product_id = ${productId} and payout_id = any(${payoutIds}::text[]) and status <> 'paid'
+    where product_id = ${productId} and payout_id is not null and payout_id = any(${payoutIds}::text[])
+      and status <> 'paid'
     returning id`;
   return rows.length;
 }

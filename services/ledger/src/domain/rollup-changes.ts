@@ -2,13 +2,14 @@ import { randomInt } from "node:crypto";
 import type { Queryable } from "@affiliate/platform";
 import {
   addToDailyRollup,
+  addToHourlyRollup,
   addToPartnershipRollup,
   type MetricsDelta,
   type PartnershipDelta,
   shardCount,
 } from "../store/rollups.js";
 
-const zeroDaily: Required<MetricsDelta> = {
+const zeroActivity: Required<MetricsDelta> = {
   clicks: 0,
   signups: 0,
   conversions: 0,
@@ -35,26 +36,46 @@ function addInto<T extends Record<string, number>>(target: T, delta: Partial<T>)
 
 const isZero = (delta: Record<string, number>) => Object.values(delta).every((value) => value === 0);
 
+/** A product's activity figures in one rollup row (of a day or of an hour). */
+interface ActivityEntry {
+  productId: string;
+  delta: Required<MetricsDelta>;
+}
+
+function addToEntry<Entry extends ActivityEntry>(
+  entries: Map<string, Entry>,
+  key: string,
+  fresh: () => Entry,
+  delta: MetricsDelta,
+): void {
+  const entry = entries.get(key) ?? fresh();
+  addInto(entry.delta, delta);
+  entries.set(key, entry);
+}
+
 /**
  * The rollup changes of one transaction, gathered in memory and written once, just before commit:
- * one upsert per row, rows in a fixed order (days, then partnerships by id), all on one shard
+ * one upsert per row, rows in a fixed order (days, then hours, then partnerships by id), all on one shard
  * picked for the transaction. Concurrent transactions therefore take rollup row locks in the same
  * order and cannot deadlock, and a payment touches its day's row once instead of three times.
  */
 export class RollupChanges {
-  private readonly daily = new Map<string, { productId: string; day: string; delta: Required<MetricsDelta> }>();
+  private readonly daily = new Map<string, ActivityEntry & { day: string }>();
+  private readonly hourly = new Map<string, ActivityEntry & { hour: string }>();
   private readonly partnerships = new Map<
     string,
     { productId: string; partnershipId: string; delta: Required<PartnershipDelta> }
   >();
 
-  /** Adds to the product's figures of the UTC day of `at`. */
-  addDaily(productId: string, at: Date, delta: MetricsDelta): void {
+  /**
+   * Adds to the product's figures of the UTC day of `at` and of its UTC hour: the two rollups
+   * always change together, so both stay equal to the events and commissions they summarise.
+   */
+  addActivity(productId: string, at: Date, delta: MetricsDelta): void {
     const day = at.toISOString().slice(0, 10);
-    const key = `${productId}|${day}`;
-    const entry = this.daily.get(key) ?? { productId, day, delta: { ...zeroDaily } };
-    addInto(entry.delta, delta);
-    this.daily.set(key, entry);
+    const hour = `${at.toISOString().slice(0, 13)}:00:00.000Z`;
+    addToEntry(this.daily, `${productId}|${day}`, () => ({ productId, day, delta: { ...zeroActivity } }), delta);
+    addToEntry(this.hourly, `${productId}|${hour}`, () => ({ productId, hour, delta: { ...zeroActivity } }), delta);
   }
 
   addPartnership(productId: string, partnershipId: string, delta: PartnershipDelta): void {
@@ -72,18 +93,19 @@ export class RollupChanges {
     const shard = randomInt(shardCount);
     const writes: Promise<void>[] = [];
     for (const key of [...this.daily.keys()].sort()) {
-      const { productId, day, delta } = this.daily.get(key) as {
-        productId: string;
-        day: string;
-        delta: Required<MetricsDelta>;
-      };
-      if (!isZero(delta)) writes.push(addToDailyRollup(tx, { productId, day, shard }, delta));
+      const entry = this.daily.get(key);
+      if (entry && !isZero(entry.delta)) writes.push(addToDailyRollup(tx, { ...entry, shard }, entry.delta));
+    }
+    for (const key of [...this.hourly.keys()].sort()) {
+      const entry = this.hourly.get(key);
+      if (entry && !isZero(entry.delta)) writes.push(addToHourlyRollup(tx, { ...entry, shard }, entry.delta));
     }
     for (const partnershipId of [...this.partnerships.keys()].sort()) {
       const entry = this.partnerships.get(partnershipId);
       if (entry && !isZero(entry.delta)) writes.push(addToPartnershipRollup(tx, { ...entry, shard }, entry.delta));
     }
     this.daily.clear();
+    this.hourly.clear();
     this.partnerships.clear();
     await Promise.all(writes);
   }

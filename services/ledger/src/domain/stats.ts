@@ -2,28 +2,49 @@ import type { Queryable } from "@affiliate/platform";
 import { dailySeries, sumWindows, type WindowPart } from "../store/rollups.js";
 import { type Metrics, type Period, zeroMetrics } from "./types.js";
 
-const dayMs = 24 * 3600 * 1000;
+const hourMs = 3600 * 1000;
+const dayMs = 24 * hourMs;
 export const periodDays: Record<Period, number> = { "7d": 7, "30d": 30, "90d": 90, "12m": 365 };
+
+/**
+ * How far back a stats window reaches: the previous period of a 12-month window starts two years
+ * before the current hour ends. Hourly rollups older than this (plus a day's margin) are never
+ * read.
+ */
+export const windowReachDays = 2 * periodDays["12m"] + 1;
 
 const isoDay = (at: Date) => at.toISOString().slice(0, 10);
 const startOfUtcDay = (at: Date) => new Date(Date.UTC(at.getUTCFullYear(), at.getUTCMonth(), at.getUTCDate()));
+const startOfUtcHour = (at: Date) => new Date(Math.floor(at.getTime() / hourMs) * hourMs);
 
 /**
- * The parts of the rolling window [from, to): whole UTC days from the daily rollups, the partial
- * days at both edges from the events themselves. Cost: O(days) rollup rows plus at most two days
- * of events, whatever the history's size.
+ * The parts of the window [from, to), both whole UTC hours: whole UTC days from the daily
+ * rollups, the partial days at both edges from the hourly rollups. Cost: a row per shard of each
+ * day and of at most two days' hours, whatever the number of events.
  */
 export function windowParts(window: number, from: Date, to: Date): WindowPart[] {
   const firstWholeDay =
     startOfUtcDay(from).getTime() === from.getTime() ? from : new Date(startOfUtcDay(from).getTime() + dayMs);
   const endOfWholeDays = startOfUtcDay(to);
-  if (firstWholeDay >= endOfWholeDays) return [{ window, source: "events", from, to }];
+  if (firstWholeDay >= endOfWholeDays) return [{ window, source: "hours", from, to }];
   const parts: WindowPart[] = [
-    { window, source: "events", from, to: firstWholeDay },
-    { window, source: "rollups", from: firstWholeDay, to: endOfWholeDays },
-    { window, source: "events", from: endOfWholeDays, to },
+    { window, source: "hours", from, to: firstWholeDay },
+    { window, source: "days", from: firstWholeDay, to: endOfWholeDays },
+    { window, source: "hours", from: endOfWholeDays, to },
   ];
   return parts.filter((part) => part.from < part.to);
+}
+
+/**
+ * The current window of a period at `now` (contract 10 and 16): the period's length, ending
+ * with the current UTC hour (the whole hour, so its events so far count) and so starting on an
+ * hour; the previous window is the equal one before it.
+ */
+export function statsWindows(period: Period, now: Date): { current: [Date, Date]; previous: [Date, Date] } {
+  const length = periodDays[period] * dayMs;
+  const end = new Date(startOfUtcHour(now).getTime() + hourMs);
+  const start = new Date(end.getTime() - length);
+  return { current: [start, end], previous: [new Date(start.getTime() - length), start] };
 }
 
 export interface Stats {
@@ -35,12 +56,10 @@ export interface Stats {
 
 /** The summary of contract section 10: the window before now and the equal window before it. */
 export async function getStats(sql: Queryable, productId: string, period: Period, now: Date): Promise<Stats> {
-  const length = periodDays[period] * dayMs;
-  const start = new Date(now.getTime() - length);
-  // The current window is [now − length, now]: an event at this very millisecond counts.
+  const { current: currentWindow, previous: previousWindow } = statsWindows(period, now);
   const [current = zeroMetrics, previous = zeroMetrics] = await sumWindows(sql, productId, [
-    ...windowParts(0, start, new Date(now.getTime() + 1)),
-    ...windowParts(1, new Date(start.getTime() - length), start),
+    ...windowParts(0, ...currentWindow),
+    ...windowParts(1, ...previousWindow),
   ]);
   return { current, previous, conversionRate: current.clicks === 0 ? 0 : current.conversions / current.clicks };
 }

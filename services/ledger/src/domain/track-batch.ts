@@ -305,9 +305,9 @@ async function writeSandbox(deps: ModeDeps, planned: Planned[]): Promise<Map<num
   return results;
 }
 
-function addEventToRollups(changes: RollupChanges, event: EventRow, commissions: NewCommission[]): void {
+export function addEventToRollups(changes: RollupChanges, event: EventRow, commissions: NewCommission[]): void {
   const attributedPayment = event.eventType === "payment" && event.partnershipId !== null;
-  changes.addDaily(event.productId, event.occurredAt, {
+  changes.addActivity(event.productId, event.occurredAt, {
     clicks: event.eventType === "click" ? 1 : 0,
     signups: event.eventType === "signup" ? 1 : 0,
     conversions: attributedPayment ? 1 : 0,

@@ -123,10 +123,15 @@ export async function findCustomerRecords(sql: Queryable, customer: ErasureSubje
     select
       (${eventsHolding("tracking_events")}) as tracking_events,
       (${eventsHolding("sandbox_events")}) as sandbox_events,
-      (select count(*)::int from commissions c
-        where c.product_id = ${productId}
-          and (c.event_id in (select id from tracking_events where product_id = ${productId} and customer_email = ${email})
-               or (c.reason is not null and strpos(lower(c.reason), ${email}) > 0))) as commissions,
+      (select count(*)::int from (
+        -- Two index reads (the customer's payments' commissions, the reasons of the product's
+        -- commissions), not a read of every commission of the product.
+        select c.id from commissions c
+        where c.event_id in (select id from tracking_events where product_id = ${productId} and customer_email = ${email})
+        union
+        select c.id from commissions c
+        where c.product_id = ${productId} and c.reason is not null and strpos(lower(c.reason), ${email}) > 0
+      ) holding) as commissions,
       (select count(*)::int from refunds
         where product_id = ${productId} and reason is not null and strpos(lower(reason), ${email}) > 0) as refunds,
       (select count(*)::int from idempotency_keys

@@ -1,9 +1,11 @@
 import type { Queryable } from "@affiliate/platform";
+import { windowReachDays } from "../domain/stats.js";
 
 /**
  * Every row that breaks one of the ledger's invariants, named by the check it fails: the queries
  * of the README, and the rollups equal to the events and commissions they summarise (activity
- * per product-day, figures per partnership). Empty on a healthy database. Tests and the bench
+ * per product-day, per product-hour within a window's reach, figures per partnership). With
+ * both, the hourly rows of a day also add up to its daily rows. Empty on a healthy database. Tests and the bench
  * run it after their writes; an operator can run the same queries from the README by hand.
  */
 export async function invariantViolations(sql: Queryable): Promise<{ check: string; row: unknown }[]> {
@@ -37,6 +39,30 @@ export async function invariantViolations(sql: Queryable): Promise<{ check: stri
                           coalesce(sum(amount_cents) filter (where event_type = 'payment' and partnership_id is not null), 0)
                             as revenue
                    from tracking_events group by 1, 2) e using (product_id, day)
+      where (coalesce(r.clicks, 0), coalesce(r.signups, 0), coalesce(r.conversions, 0), coalesce(r.revenue, 0))
+            <> (coalesce(e.clicks, 0), coalesce(e.signups, 0), coalesce(e.conversions, 0), coalesce(e.revenue, 0))`,
+    "hourly commissions differ from the commissions": sql`
+      with reach (since) as (select ((now() at time zone 'UTC')::date - ${windowReachDays}::int)::timestamp at time zone 'UTC')
+      select product_id, hour from
+        (select product_id, hour, sum(commissions_cents) as total from hourly_rollups, reach
+         where hour >= reach.since group by 1, 2) r
+        full join (select product_id, date_trunc('hour', payment_occurred_at at time zone 'UTC') at time zone 'UTC' as hour,
+                          sum(amount_cents) as total
+                   from commissions, reach where status <> 'rejected' and payment_occurred_at >= reach.since
+                   group by 1, 2) c using (product_id, hour)
+      where coalesce(r.total, 0) <> coalesce(c.total, 0)`,
+    "hourly activity differs from the events": sql`
+      with reach (since) as (select ((now() at time zone 'UTC')::date - ${windowReachDays}::int)::timestamp at time zone 'UTC')
+      select product_id, hour from
+        (select product_id, hour, sum(clicks) as clicks, sum(signups) as signups, sum(conversions) as conversions,
+                sum(revenue_cents) as revenue from hourly_rollups, reach where hour >= reach.since group by 1, 2) r
+        full join (select product_id, date_trunc('hour', occurred_at at time zone 'UTC') at time zone 'UTC' as hour,
+                          count(*) filter (where event_type = 'click') as clicks,
+                          count(*) filter (where event_type = 'signup') as signups,
+                          count(*) filter (where event_type = 'payment' and partnership_id is not null) as conversions,
+                          coalesce(sum(amount_cents) filter (where event_type = 'payment' and partnership_id is not null), 0)
+                            as revenue
+                   from tracking_events, reach where occurred_at >= reach.since group by 1, 2) e using (product_id, hour)
       where (coalesce(r.clicks, 0), coalesce(r.signups, 0), coalesce(r.conversions, 0), coalesce(r.revenue, 0))
             <> (coalesce(e.clicks, 0), coalesce(e.signups, 0), coalesce(e.conversions, 0), coalesce(e.revenue, 0))`,
     "partnership figures differ from the events and commissions": sql`

@@ -7,14 +7,20 @@ export const shardCount = 16;
 /** What one transaction adds to a day's figures: a few events' worth, so plain numbers. */
 export type MetricsDelta = { [Figure in keyof Metrics]?: number };
 
-/** An insert into daily_rollups whose row exists already adds its figures to that row. */
-const addedToTheDaysRow = (sql: Queryable) => sql`
-  on conflict (product_id, day, shard) do update set
-    clicks = daily_rollups.clicks + excluded.clicks,
-    signups = daily_rollups.signups + excluded.signups,
-    conversions = daily_rollups.conversions + excluded.conversions,
-    revenue_cents = daily_rollups.revenue_cents + excluded.revenue_cents,
-    commissions_cents = daily_rollups.commissions_cents + excluded.commissions_cents`;
+/** The two rollups of product activity: per UTC day, and per UTC hour (a window's edges). */
+type ActivityRollup = "daily_rollups" | "hourly_rollups";
+
+/** An insert into a rollup whose row exists already adds its figures to that row. */
+const addedToTheRow = (sql: Queryable, table: ActivityRollup) => {
+  const period = table === "daily_rollups" ? sql`day` : sql`hour`;
+  return sql`
+    on conflict (product_id, ${period}, shard) do update set
+      clicks = ${sql(table)}.clicks + excluded.clicks,
+      signups = ${sql(table)}.signups + excluded.signups,
+      conversions = ${sql(table)}.conversions + excluded.conversions,
+      revenue_cents = ${sql(table)}.revenue_cents + excluded.revenue_cents,
+      commissions_cents = ${sql(table)}.commissions_cents + excluded.commissions_cents`;
+};
 
 /** Adds to the product's rollup of one UTC day (`YYYY-MM-DD`) on the given shard. */
 export async function addToDailyRollup(
@@ -26,7 +32,20 @@ export async function addToDailyRollup(
     insert into daily_rollups (product_id, day, shard, clicks, signups, conversions, revenue_cents, commissions_cents)
     values (${row.productId}, ${row.day}::date, ${row.shard}, ${delta.clicks}, ${delta.signups}, ${delta.conversions},
             ${delta.revenueCents}, ${delta.commissionsCents})
-    ${addedToTheDaysRow(sql)}`;
+    ${addedToTheRow(sql, "daily_rollups")}`;
+}
+
+/** Adds to the product's rollup of one UTC hour (its start, an ISO timestamp) on the given shard. */
+export async function addToHourlyRollup(
+  sql: Queryable,
+  row: { productId: string; hour: string; shard: number },
+  delta: Required<MetricsDelta>,
+): Promise<void> {
+  await sql`
+    insert into hourly_rollups (product_id, hour, shard, clicks, signups, conversions, revenue_cents, commissions_cents)
+    values (${row.productId}, ${row.hour}::timestamptz, ${row.shard}, ${delta.clicks}, ${delta.signups},
+            ${delta.conversions}, ${delta.revenueCents}, ${delta.commissionsCents})
+    ${addedToTheRow(sql, "hourly_rollups")}`;
 }
 
 export interface PartnershipDelta {
@@ -63,20 +82,21 @@ export async function addToPartnershipRollup(
 }
 
 /**
- * A part of a stats window: whole UTC days summed from the daily rollups, or a partial day at
- * a window's edge summed from the events and commissions themselves. [from, to) either way.
+ * A part of a stats window, [from, to): whole UTC days summed from the daily rollups, or whole
+ * UTC hours (a partial day at a window's edge) summed from the hourly rollups.
  */
 export interface WindowPart {
   window: number;
-  source: "rollups" | "events";
+  source: "days" | "hours";
   from: Date;
   to: Date;
 }
 
 /**
  * The metrics of each window (by index, zeros for a window with no activity), summed from its
- * parts in one statement: a stats request is one round trip, whatever the number of parts. Sums
- * of cents stay numeric, which reaches the code as an exact bigint.
+ * parts in one statement: a stats request is one round trip, whatever the number of parts, and
+ * reads rollup rows only (at most a row per shard per day or hour), never an event. Sums of
+ * cents stay numeric, which reaches the code as an exact bigint.
  */
 export async function sumWindows(sql: Queryable, productId: string, parts: WindowPart[]): Promise<Metrics[]> {
   const windows = Math.max(0, ...parts.map((part) => part.window + 1));
@@ -91,24 +111,11 @@ export async function sumWindows(sql: Queryable, productId: string, parts: Windo
       select p.window_index, d.clicks, d.signups, d.conversions, d.revenue_cents, d.commissions_cents
       from parts p join daily_rollups d on d.product_id = ${productId}
         and d.day >= (p.from_at at time zone 'UTC')::date and d.day < (p.to_at at time zone 'UTC')::date
-      where p.source = 'rollups'
+      where p.source = 'days'
       union all
-      select p.window_index,
-             count(*) filter (where e.event_type = 'click'),
-             count(*) filter (where e.event_type = 'signup'),
-             count(*) filter (where e.event_type = 'payment' and e.partnership_id is not null),
-             coalesce(sum(e.amount_cents) filter (where e.event_type = 'payment' and e.partnership_id is not null), 0),
-             0
-      from parts p join tracking_events e on e.product_id = ${productId}
-        and e.occurred_at >= p.from_at and e.occurred_at < p.to_at
-      where p.source = 'events'
-      group by p.window_index
-      union all
-      select p.window_index, 0, 0, 0, 0, sum(c.amount_cents)
-      from parts p join commissions c on c.product_id = ${productId}
-        and c.payment_occurred_at >= p.from_at and c.payment_occurred_at < p.to_at and c.status <> 'rejected'
-      where p.source = 'events'
-      group by p.window_index
+      select p.window_index, h.clicks, h.signups, h.conversions, h.revenue_cents, h.commissions_cents
+      from parts p join hourly_rollups h on h.product_id = ${productId} and h.hour >= p.from_at and h.hour < p.to_at
+      where p.source = 'hours'
     )
     select window_index as window, sum(clicks)::int8 as clicks, sum(signups)::int8 as signups,
            sum(conversions)::int8 as conversions, sum(revenue_cents) as revenue_cents,
@@ -149,7 +156,47 @@ export async function foldShardsOfDay(sql: Queryable, productId: string, day: st
     select ${productId}, ${day}::date, 0, sum(clicks), sum(signups), sum(conversions), sum(revenue_cents),
            sum(commissions_cents)
     from moved having count(*) > 0
-    ${addedToTheDaysRow(sql)}`;
+    ${addedToTheRow(sql, "daily_rollups")}`;
+}
+
+/** Product-hours before `before` that still have rows on shards other than 0, oldest first. */
+export async function hoursWithShards(
+  sql: Queryable,
+  before: Date,
+  limit: number,
+): Promise<{ productId: string; hour: Date }[]> {
+  // In the order of the partial index hourly_rollups_unfolded, so a batch reads only its range.
+  return sql<{ productId: string; hour: Date }[]>`
+    select product_id, hour from (
+      select distinct hour, product_id from hourly_rollups
+      where hour < ${before} and shard <> 0
+      order by hour, product_id limit ${limit}) unfolded`;
+}
+
+/** Folds one product-hour's shards into shard 0 in one statement, as foldShardsOfDay does a day's. */
+export async function foldShardsOfHour(sql: Queryable, productId: string, hour: Date): Promise<void> {
+  await sql`
+    with moved as (
+      delete from hourly_rollups where product_id = ${productId} and hour = ${hour} and shard <> 0
+      returning clicks, signups, conversions, revenue_cents, commissions_cents
+    )
+    insert into hourly_rollups (product_id, hour, shard, clicks, signups, conversions, revenue_cents, commissions_cents)
+    select ${productId}, ${hour}, 0, sum(clicks), sum(signups), sum(conversions), sum(revenue_cents),
+           sum(commissions_cents)
+    from moved having count(*) > 0
+    ${addedToTheRow(sql, "hourly_rollups")}`;
+}
+
+/**
+ * Deletes up to `limit` hourly rows of hours before `before` (no window reaches them: the daily
+ * rows hold the same figures). Rows a writer holds are skipped, so this never waits on one (or in
+ * a cycle with one); the next run deletes them. Returns how many it deleted.
+ */
+export async function deleteHoursBefore(sql: Queryable, before: Date, limit: number): Promise<number> {
+  const deleted = await sql`
+    delete from hourly_rollups where ctid in (
+      select ctid from hourly_rollups where hour < ${before} limit ${limit} for update skip locked)`;
+  return deleted.count;
 }
 
 /** Per-day sums over [fromDay, toDay] inclusive, oldest first, every day (zeros when quiet). */

@@ -62,7 +62,7 @@ export const statsPaths: ZodOpenApiPathsObject = {
       tags: ["Stats"],
       summary: "Summary KPIs of a rolling window, with the window before it",
       description:
-        "Live activity by occurred_at: 7d is the 7 days before now, 12m the 365 days before now; previous_period is the window of equal length before that. active_affiliates counts the partnerships that are active now, whatever the period.",
+        "Live activity by occurred_at. Window edges are hour-aligned: the window ends with the current UTC hour (all of it counts: events so far, and any dated later in the hour) and starts on the hour 7, 30, 90 or 365 (12m) days earlier; previous_period is the window of equal length just before it, also hour-aligned. So an answer is read from hourly and daily totals and costs the same at any traffic. active_affiliates counts the partnerships that are active now, whatever the period.",
       requestParams: { query: statsQuerySchema },
       responses: {
         200: { description: "The summary", ...json(statsResponseSchema) },
