@@ -18,6 +18,7 @@ export * from "./migrate.js";
 export * from "./outbox-relay.js";
 export * from "./page-token.js";
 export * from "./periodic.js";
+export * from "./proto-enum.js";
 export * from "./refuse-bad-text.js";
 export * from "./rpc.js";
 export * from "./service-process.js";
