@@ -5,7 +5,7 @@ import { connectNats, ensureStream } from "./events.js";
 import { createLogger, type Logger } from "./logger.js";
 import { startMetricsServer } from "./metrics.js";
 import { startOutboxRelay } from "./outbox-relay.js";
-import { databaseAndBrokerReady, startRpcServer } from "./rpc.js";
+import { databaseAndBrokerReady, startRpcServer } from "./rpc-server.js";
 import { exitOnUnhandledFailure, onShutdown, type ShutdownStep } from "./shutdown.js";
 
 /** The settings every RPC service reads to start: baseConfigShape, its pool, where it listens. */
