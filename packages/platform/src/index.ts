@@ -19,6 +19,7 @@ export * from "./outbox-relay.js";
 export * from "./page-token.js";
 export * from "./periodic.js";
 export * from "./proto-enum.js";
+export * from "./referral-code.js";
 export * from "./refuse-bad-text.js";
 export * from "./rpc-client.js";
 export * from "./rpc-server.js";
