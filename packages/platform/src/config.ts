@@ -16,6 +16,27 @@ export const baseConfigShape = {
 };
 
 /**
+ * What every RPC service reads (beyond baseConfigShape): where it listens, where its metrics are
+ * served and its pool size. Each service gives its own default ports (71xx and 91xx locally).
+ */
+export function rpcServiceConfigShape(defaults: { rpcPort: number; metricsPort: number }) {
+  return {
+    ...baseConfigShape,
+    RPC_PORT: port(defaults.rpcPort),
+    RPC_HOST: z.string().default("127.0.0.1"),
+    /** Prometheus metrics (GET /metrics), on RPC_HOST; never the RPC port. */
+    METRICS_PORT: port(defaults.metricsPort),
+    DATABASE_POOL_SIZE: z.coerce.number().int().min(1).max(100).default(10),
+  };
+}
+
+/** The settings startServiceProcess reads, as rpcServiceConfigShape parses them. */
+export type RpcServiceConfig = Readonly<z.infer<z.ZodObject<ReturnType<typeof rpcServiceConfigShape>>>>;
+
+/** Signs page tokens (PageTokens); must be equal on every replica. */
+export const pageTokenSecret = z.string().min(16).default("local-development-page-token-secret");
+
+/**
  * Parses `env` once into a typed, frozen object. A missing or bad value stops the process with
  * one line naming the variable, never a stack trace.
  */

@@ -1,24 +1,15 @@
 import type { ConnectRouter } from "@connectrpc/connect";
 import type { JetStreamManager, NatsConnection } from "nats";
+import type { RpcServiceConfig } from "./config.js";
+import { purgeAppliedEvents } from "./consumer.js";
 import { createSql, type Sql } from "./db.js";
 import { connectNats, ensureStream } from "./events.js";
 import { createLogger, type Logger } from "./logger.js";
 import { startMetricsServer } from "./metrics.js";
 import { startOutboxRelay } from "./outbox-relay.js";
-import { databaseAndBrokerReady, startRpcServer } from "./rpc.js";
+import { startPeriodicJob } from "./periodic.js";
+import { databaseAndBrokerReady, startRpcServer } from "./rpc-server.js";
 import { exitOnUnhandledFailure, onShutdown, type ShutdownStep } from "./shutdown.js";
-
-/** The settings every RPC service reads to start: baseConfigShape, its pool, where it listens. */
-export interface RpcServiceConfig {
-  LOG_LEVEL: string;
-  DATABASE_URL: string;
-  DATABASE_POOL_SIZE: number;
-  NATS_URL: string;
-  EVENTS_NAMESPACE: string;
-  RPC_PORT: number;
-  RPC_HOST: string;
-  METRICS_PORT: number;
-}
 
 export interface ServiceProcessOptions {
   /** The service's name: its logger, pool application name, NATS connection and metrics label. */
@@ -29,8 +20,9 @@ export interface ServiceProcessOptions {
   /** Whether it publishes events: its own stream is ensured and its outbox relayed. */
   publishes: boolean;
   /**
-   * Streams of other services it consumes. They may start after it; a stream's definition is
-   * shared (ensureStream), so whoever comes first creates it.
+   * Streams of other services it consumes with durable consumers. They may start after it; a
+   * stream's definition is shared (ensureStream), so whoever comes first creates it. A service
+   * that consumes gets the hourly purge of the event ids its consumers applied.
    */
   consumes?: string[];
 }
@@ -43,8 +35,8 @@ export interface ServiceProcess {
   /**
    * Serves: metrics on METRICS_PORT, then the RPC server on RPC_PORT (ready while the database
    * and NATS answer). On SIGTERM it stops in this order: the RPC server (calls in flight finish),
-   * `background` in the order given (jobs, consumers, workers), the outbox relay, NATS, metrics,
-   * the database.
+   * `background` in the order given (jobs, consumers, workers), the applied-event purge, the
+   * outbox relay, NATS, metrics, the database.
    */
   serve(options: { routes: (router: ConnectRouter) => void; background?: ShutdownStep[] }): Promise<void>;
 }
@@ -73,6 +65,7 @@ export async function startServiceProcess(options: ServiceProcessOptions): Promi
     nats,
     jsm,
     async serve({ routes, background = [] }) {
+      const stopPurge = options.consumes?.length ? purgeAppliedEventsHourly(sql, logger) : undefined;
       const metrics = await startMetricsServer({
         port: config.METRICS_PORT,
         host: config.RPC_HOST,
@@ -90,6 +83,7 @@ export async function startServiceProcess(options: ServiceProcessOptions): Promi
       onShutdown(logger, [
         ["rpc server", () => server.close()],
         ...background,
+        ...(stopPurge ? [["applied event purge", stopPurge] satisfies ShutdownStep] : []),
         ...(relay ? [["outbox relay", () => relay.stop()] satisfies ShutdownStep] : []),
         ["nats", () => nats.drain()],
         ["metrics", () => metrics.close()],
@@ -97,4 +91,15 @@ export async function startServiceProcess(options: ServiceProcessOptions): Promi
       ]);
     },
   };
+}
+
+/**
+ * Forgets, every hour, the ids of applied events older than their streams can redeliver
+ * (purgeAppliedEvents), so `applied_events` stays as small as the streams' retention.
+ */
+function purgeAppliedEventsHourly(sql: Sql, logger: Logger): () => Promise<void> {
+  return startPeriodicJob(logger, "applied event purge", 60 * 60 * 1000, async () => {
+    const purged = await purgeAppliedEvents(sql);
+    if (purged > 0) logger.info({ purged }, "applied event ids purged");
+  });
 }

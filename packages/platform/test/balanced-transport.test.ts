@@ -2,7 +2,8 @@ import { PartnersService } from "@affiliate/proto/partners";
 import { createClient } from "@connectrpc/connect";
 import { afterEach, describe, expect, it } from "vitest";
 import type { BalancedTransport } from "../src/balanced-transport.js";
-import { createRpcTransport, type RpcServer, startRpcServer } from "../src/rpc.js";
+import { createRpcTransport } from "../src/rpc-client.js";
+import { type RpcServer, startRpcServer } from "../src/rpc-server.js";
 import { silentLogger } from "./helpers.js";
 
 /**

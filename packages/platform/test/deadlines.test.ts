@@ -11,7 +11,8 @@ import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from
 import { createSql, type Sql, type TransactionSql } from "../src/db.js";
 import { commitReserveMs, currentDeadline, Deadline, withDeadline, withoutDeadline } from "../src/deadline.js";
 import { DomainError, isOutcomeUnknown } from "../src/errors.js";
-import { asRead, createRpcTransport, type RpcServer, startRpcServer } from "../src/rpc.js";
+import { asRead, createRpcTransport } from "../src/rpc-client.js";
+import { type RpcServer, startRpcServer } from "../src/rpc-server.js";
 import { silentLogger, sleep } from "./helpers.js";
 
 let database: TestDatabase;

@@ -21,7 +21,8 @@ import { newId } from "../src/ids.js";
 import { type MetricsServer, observeHttpRequest, sampleOnScrape, startMetricsServer } from "../src/metrics.js";
 import { migrate } from "../src/migrate.js";
 import { observeOutbox, startOutboxRelay } from "../src/outbox-relay.js";
-import { createRpcTransport, startRpcServer } from "../src/rpc.js";
+import { createRpcTransport } from "../src/rpc-client.js";
+import { startRpcServer } from "../src/rpc-server.js";
 import { eventually, migrationsDirectory, silentLogger } from "./helpers.js";
 
 /**

@@ -5,7 +5,8 @@ import { Code, ConnectError, type ConnectRouter, createClient, type Transport } 
 import { createConnectTransport } from "@connectrpc/connect-node";
 import { afterEach, describe, expect, it } from "vitest";
 import { DomainError, fieldErrorsOf } from "../src/errors.js";
-import { createRpcTransport, type RpcServer, startRpcServer } from "../src/rpc.js";
+import { createRpcTransport } from "../src/rpc-client.js";
+import { type RpcServer, startRpcServer } from "../src/rpc-server.js";
 import { capturingLogger, eventually, silentLogger } from "./helpers.js";
 
 const { SERVING, NOT_SERVING } = HealthCheckResponse_ServingStatus;

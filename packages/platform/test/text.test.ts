@@ -6,7 +6,8 @@ import { createConnectTransport, createGrpcTransport } from "@connectrpc/connect
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { fieldErrorsOf } from "../src/errors.js";
 import { badTextFields } from "../src/refuse-bad-text.js";
-import { createRpcTransport, type RpcServer, startRpcServer } from "../src/rpc.js";
+import { createRpcTransport } from "../src/rpc-client.js";
+import { type RpcServer, startRpcServer } from "../src/rpc-server.js";
 import { badTextMessage, characterCount, isCleanText } from "../src/text.js";
 import { silentLogger } from "./helpers.js";
 

@@ -3,7 +3,15 @@ import { createHmac } from "node:crypto";
 import { fileURLToPath } from "node:url";
 import { Code, ConnectError } from "@connectrpc/connect";
 import { describe, expect, expectTypeOf, it } from "vitest";
-import { baseConfigShape, loadConfig, port, serviceUrls } from "../src/config.js";
+import {
+  baseConfigShape,
+  loadConfig,
+  pageTokenSecret,
+  port,
+  type RpcServiceConfig,
+  rpcServiceConfigShape,
+  serviceUrls,
+} from "../src/config.js";
 import {
   DomainError,
   type DomainErrorKind,
@@ -259,6 +267,33 @@ describe("loadConfig", () => {
       LOG_LEVEL: "info",
       PORT: 8080,
     });
+  });
+
+  it("gives every RPC service the same listening, metrics and pool settings, with its own default ports", () => {
+    const ledgerShape = rpcServiceConfigShape({ rpcPort: 7102, metricsPort: 9102 });
+    expect(loadConfig(ledgerShape, {})).toMatchObject({
+      RPC_PORT: 7102,
+      RPC_HOST: "127.0.0.1",
+      METRICS_PORT: 9102,
+      DATABASE_POOL_SIZE: 10,
+      LOG_LEVEL: "info",
+    });
+    const moved = loadConfig(ledgerShape, {
+      RPC_PORT: "7202",
+      RPC_HOST: "0.0.0.0",
+      METRICS_PORT: "9202",
+      DATABASE_POOL_SIZE: "3",
+    });
+    expect(moved).toMatchObject({ RPC_PORT: 7202, RPC_HOST: "0.0.0.0", METRICS_PORT: 9202, DATABASE_POOL_SIZE: 3 });
+    expectTypeOf(moved).toExtend<RpcServiceConfig>();
+    for (const bad of ["0", "101", "ten"]) {
+      expect(ledgerShape.DATABASE_POOL_SIZE.safeParse(bad).success, bad).toBe(false);
+    }
+  });
+
+  it("refuses a page token secret shorter than 16 characters", () => {
+    expect(pageTokenSecret.safeParse("short").success).toBe(false);
+    expect(pageTokenSecret.parse(undefined)).toBe("local-development-page-token-secret");
   });
 
   it("stops the process with one line naming a bad variable", async () => {

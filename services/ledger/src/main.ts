@@ -7,7 +7,6 @@ import {
   connectNats,
   createRpcTransport,
   PageTokens,
-  purgeAppliedEvents,
   startPeriodicJob,
   startServiceProcess,
 } from "@affiliate/platform";
@@ -27,6 +26,7 @@ const { logger, sql, nats, jsm, serve } = await startServiceProcess({
   config,
   schema,
   publishes: true,
+  consumes: ["payouts"],
 });
 
 const partners = new CachedPartnersDirectory(createClient(PartnersService, createRpcTransport(config.PARTNERS_URL)), {
@@ -56,12 +56,10 @@ const stopCompaction = startPeriodicJob(logger, "rollup compaction", 60 * 60 * 1
   if (hours.folded + hours.deleted > 0) logger.info(hours, "hourly rollup shards folded, unreachable hours deleted");
 });
 
-// Hourly: expired idempotency keys (older than 30 days) go, so a key can be used again, and so do
-// consumed event ids older than the streams can redeliver.
-const stopPurges = startPeriodicJob(logger, "purges", 60 * 60 * 1000, async () => {
+// Hourly: expired idempotency keys (older than 30 days) go, so a key can be used again.
+const stopKeyPurge = startPeriodicJob(logger, "idempotency key purge", 60 * 60 * 1000, async () => {
   const keys = await purgeExpiredKeys(sql);
-  const events = await purgeAppliedEvents(sql);
-  if (keys + events > 0) logger.info({ keys, events }, "expired idempotency keys and applied event ids purged");
+  if (keys > 0) logger.info({ keys }, "expired idempotency keys purged");
 });
 
 const payoutEvents = await consumePayoutEvents({
@@ -76,7 +74,7 @@ await serve({
   routes: routes({ sql, partners, pageTokens: new PageTokens(config.PAGE_TOKEN_SECRET), clock: () => new Date() }),
   background: [
     ["hold sweep", stopSweep],
-    ["purges", stopPurges],
+    ["idempotency key purge", stopKeyPurge],
     ["rollup compaction", stopCompaction],
     ["payout events", () => Promise.all(payoutEvents.map((consumer) => consumer.stop()))],
     ["partners events", () => following.stop()],

@@ -1,16 +1,11 @@
-import { baseConfigShape, loadConfig, port, serviceUrls } from "@affiliate/platform";
+import { loadConfig, pageTokenSecret, rpcServiceConfigShape, serviceUrls } from "@affiliate/platform";
 import { z } from "zod";
 
 export const configShape = {
-  ...baseConfigShape,
-  RPC_PORT: port(7105),
-  RPC_HOST: z.string().default("127.0.0.1"),
-  /** Prometheus metrics (GET /metrics), on RPC_HOST; never the RPC port. */
-  METRICS_PORT: port(9105),
+  ...rpcServiceConfigShape({ rpcPort: 7105, metricsPort: 9105 }),
   PARTNERS_URL: serviceUrls.default("http://127.0.0.1:7101"),
   LEDGER_URL: serviceUrls.default("http://127.0.0.1:7102"),
-  PAGE_TOKEN_SECRET: z.string().min(16).default("local-development-page-token-secret"),
-  DATABASE_POOL_SIZE: z.coerce.number().int().min(1).max(100).default(10),
+  PAGE_TOKEN_SECRET: pageTokenSecret,
   /** SMTP server for emails; unset: emails are recorded and logged by id, not sent. */
   SMTP_URL: z.string().url().optional(),
   MAIL_FROM: z.string().min(3).default("Affiliate program <no-reply@affiliate.local>"),

@@ -1,12 +1,6 @@
 /** The notifier process: config -> connections -> RPC server, event consumers, job workers -> close on SIGTERM. */
 
-import {
-  createRpcTransport,
-  PageTokens,
-  purgeAppliedEvents,
-  startPeriodicJob,
-  startServiceProcess,
-} from "@affiliate/platform";
+import { createRpcTransport, PageTokens, startServiceProcess } from "@affiliate/platform";
 import { LedgerService } from "@affiliate/proto/ledger";
 import { PartnersService } from "@affiliate/proto/partners";
 import { createClient } from "@connectrpc/connect";
@@ -51,7 +45,6 @@ const workers = startWorkers({
   mailer,
   concurrency: config.DELIVERY_CONCURRENCY,
 });
-const stopPurge = startPeriodicJob(logger, "applied event purge", 60 * 60 * 1000, () => purgeAppliedEvents(sql));
 
 await serve({
   routes: routes({
@@ -63,7 +56,6 @@ await serve({
   background: [
     ["event consumers", () => Promise.all(consumers.map((consumer) => consumer.stop()))],
     ["job workers", () => workers.stop()],
-    ["applied event purge", stopPurge],
     ["mailer", () => mailer?.close()],
   ],
 });

@@ -1,12 +1,6 @@
 /** The payouts process: config -> connections -> RPC server, refund consumer, outbox relay, draft recovery, schedule -> close on SIGTERM. */
 
-import {
-  createRpcTransport,
-  PageTokens,
-  purgeAppliedEvents,
-  startPeriodicJob,
-  startServiceProcess,
-} from "@affiliate/platform";
+import { createRpcTransport, PageTokens, startPeriodicJob, startServiceProcess } from "@affiliate/platform";
 import { LedgerService } from "@affiliate/proto/ledger";
 import { PartnersAdminService, PartnersService } from "@affiliate/proto/partners";
 import { createClient } from "@connectrpc/connect";
@@ -52,11 +46,6 @@ const stopRecovery = startPeriodicJob(logger, "draft recovery", 30_000, async ()
   const finished = await finishDrafts(deps);
   if (finished > 0) logger.info({ finished }, "payout drafts recovered");
 });
-// Hourly: consumed event ids older than the streams can redeliver.
-const stopPurge = startPeriodicJob(logger, "applied event purge", 60 * 60 * 1000, async () => {
-  const purged = await purgeAppliedEvents(sql);
-  if (purged > 0) logger.info({ purged }, "applied event ids purged");
-});
 const stopSchedule =
   config.PAYOUT_INTERVAL_MS > 0
     ? startPeriodicJob(logger, "payout schedule", Math.min(config.PAYOUT_INTERVAL_MS, 60_000), async () => {
@@ -70,7 +59,6 @@ await serve({
   background: [
     ["payout schedule", stopSchedule],
     ["draft recovery", stopRecovery],
-    ["applied event purge", stopPurge],
     ["refund consumer", () => refunds.stop()],
   ],
 });

@@ -1,4 +1,4 @@
-import { baseConfigShape, loadConfig, port, serviceUrls } from "@affiliate/platform";
+import { loadConfig, rpcServiceConfigShape, serviceUrls } from "@affiliate/platform";
 import { z } from "zod";
 
 /** An owner's address (see serviceUrls); empty counts as unset (the owner is not called and not listed). */
@@ -9,11 +9,7 @@ const ownerUrl = z
   .pipe(serviceUrls.optional());
 
 export const configShape = {
-  ...baseConfigShape,
-  RPC_PORT: port(7104),
-  RPC_HOST: z.string().default("127.0.0.1"),
-  /** Prometheus metrics (GET /metrics), on RPC_HOST; never the RPC port. */
-  METRICS_PORT: port(9104),
+  ...rpcServiceConfigShape({ rpcPort: 7104, metricsPort: 9104 }),
   /** The owners of personal data the saga calls (ErasureOwnerService on each one's RPC port). */
   LEDGER_URL: ownerUrl,
   PARTNERS_URL: ownerUrl,
@@ -23,7 +19,6 @@ export const configShape = {
    * kept across releases: a new key makes earlier receipts unfindable by email.
    */
   ERASURE_HASH_KEY: z.string().min(32).default("local-development-erasure-hash-key-change-me"),
-  DATABASE_POOL_SIZE: z.coerce.number().int().min(1).max(100).default(10),
   /** How often running erasures whose runner is gone (crash, owner outage) are resumed. */
   ERASURE_RESUME_INTERVAL_MS: z.coerce.number().int().min(100).default(10_000),
   /** How long a runner owns an erasure before the resume job may take it over. */

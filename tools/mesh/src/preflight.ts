@@ -1,3 +1,4 @@
+import { userInfo } from "node:os";
 import { connect as natsConnect } from "nats";
 import postgres from "postgres";
 
@@ -12,33 +13,115 @@ export function redactUrl(url: string): string {
   }
 }
 
-const reason = (error: unknown) =>
-  (error as { code?: string }).code ?? (error instanceof Error ? error.message.split("\n")[0] : String(error));
+/** How long each server has to answer. */
+const connectTimeoutS = 4;
 
 /**
  * Checks that Postgres and NATS answer before anything starts, so a missing server is one clear
- * line within seconds, not a stack trace from a service.
+ * line within seconds, not a stack trace from a service: what is wrong, and how to fix it for
+ * the address given (never another port or one distribution's paths).
  */
 export async function preflight(databaseUrl: string, natsUrl: string): Promise<string | undefined> {
-  const sql = postgres(databaseUrl, { max: 1, connect_timeout: 4, onnotice: () => {} });
+  return (await postgresProblem(databaseUrl)) ?? (await natsProblem(natsUrl));
+}
+
+/** Where a Postgres URL points, as the server will be asked (postgres.js's defaults). */
+function postgresTarget(url: string) {
+  const parsed = URL.canParse(url) ? new URL(url) : undefined;
+  const user = decodeURIComponent(parsed?.username ?? "") || process.env.PGUSER || userInfo().username;
+  return {
+    host: parsed?.hostname.replace(/^\[|\]$/g, "") || "localhost",
+    port: Number(parsed?.port || 5432),
+    user,
+    database: decodeURIComponent(parsed?.pathname.slice(1) ?? "") || user,
+  };
+}
+
+async function postgresProblem(databaseUrl: string): Promise<string | undefined> {
+  const sql = postgres(databaseUrl, { max: 1, connect_timeout: connectTimeoutS, onnotice: () => {} });
   try {
     await sql`select 1`;
+    return undefined;
   } catch (error) {
-    return `cannot reach Postgres at ${redactUrl(databaseUrl)} (${reason(error)}); start it with: pg_ctlcluster --skip-systemctl-redirect $(ls /etc/postgresql) main start`;
+    const at = redactUrl(databaseUrl);
+    const target = postgresTarget(databaseUrl);
+    const code = codeOf(error);
+    const unreachable = networkProblem(code, target.host, target.port);
+    if (unreachable) {
+      return `cannot reach Postgres at ${at} (${code}): ${unreachable}; start Postgres 15 or later there, or set DATABASE_URL to a server that runs`;
+    }
+    if (code === "3D000") {
+      return `Postgres at ${at} answers but has no database "${target.database}" (3D000); create it (createdb -h ${target.host} -p ${target.port} -U ${target.user} ${target.database}) or name an existing database in DATABASE_URL`;
+    }
+    if (code.startsWith("28")) {
+      return `Postgres at ${at} refused the login of "${target.user}" (${code}: ${messageOf(error)}); fix the user or password in DATABASE_URL`;
+    }
+    return `Postgres at ${at} answered with an error (${code}: ${messageOf(error)})`;
   } finally {
     await sql.end({ timeout: 1 }).catch(() => undefined);
   }
-  try {
-    const nc = await natsConnect({ servers: natsUrl, timeout: 4000, reconnect: false });
-    try {
-      await (await nc.jetstreamManager()).getAccountInfo();
-    } catch {
-      return `NATS at ${redactUrl(natsUrl)} answers but JetStream is not enabled; start nats-server with -js`;
-    } finally {
-      await nc.close();
-    }
-  } catch (error) {
-    return `cannot reach NATS at ${redactUrl(natsUrl)} (${reason(error)}); start it with: start-stop-daemon --start --oknodo --background --exec /usr/sbin/nats-server -- -a 127.0.0.1 -p 4222 -js -sd /var/lib/nats-server`;
-  }
-  return undefined;
 }
+
+/** Where a NATS URL points: its first server, as nats.js reads it (no scheme means nats://). */
+function natsTarget(url: string) {
+  const first = url.split(",")[0]?.trim() ?? "";
+  const withScheme = first.includes("://") ? first : `nats://${first}`;
+  const parsed = URL.canParse(withScheme) ? new URL(withScheme) : undefined;
+  return { host: parsed?.hostname.replace(/^\[|\]$/g, "") || "127.0.0.1", port: Number(parsed?.port || 4222) };
+}
+
+async function natsProblem(natsUrl: string): Promise<string | undefined> {
+  const at = redactUrl(natsUrl);
+  const { host, port } = natsTarget(natsUrl);
+  const start = `nats-server -a ${host} -p ${port} -js`;
+  let nc: Awaited<ReturnType<typeof natsConnect>>;
+  try {
+    nc = await natsConnect({ servers: natsUrl, timeout: connectTimeoutS * 1000, reconnect: false });
+  } catch (error) {
+    const code = codeOf(error);
+    const unreachable = networkProblem(code, host, port);
+    if (unreachable) {
+      return `cannot reach NATS at ${at} (${code}): ${unreachable}; start nats-server with JetStream there (${start}), or set NATS_URL to a server that runs`;
+    }
+    if (code.includes("AUTHORIZATION")) {
+      return `NATS at ${at} refused the connection (${code}); put its credentials in NATS_URL (nats://user:password@${host}:${port})`;
+    }
+    return `NATS at ${at} refused the connection (${code}: ${messageOf(error)})`;
+  }
+  try {
+    await (await nc.jetstreamManager()).getAccountInfo();
+    return undefined;
+  } catch {
+    return `NATS at ${at} answers but JetStream is not enabled; restart it with JetStream (${start})`;
+  } finally {
+    await nc.close();
+  }
+}
+
+/**
+ * What a failure to connect says about the address, in words; undefined when the server
+ * answered (the failure is its answer, not the network's).
+ */
+function networkProblem(code: string, host: string, port: number): string | undefined {
+  switch (code) {
+    case "ECONNREFUSED":
+    case "CONNECTION_REFUSED":
+      return `nothing accepts connections on ${host}:${port}`;
+    case "ENOTFOUND":
+    case "EAI_AGAIN":
+      return `the host name ${host} does not resolve`;
+    case "CONNECT_TIMEOUT":
+    case "ETIMEDOUT":
+    case "TIMEOUT":
+      return `no answer from ${host}:${port} within ${connectTimeoutS} s (a wrong address, or a firewall)`;
+    case "EHOSTUNREACH":
+    case "ENETUNREACH":
+      return `no route to ${host}`;
+    default:
+      return undefined;
+  }
+}
+
+const codeOf = (error: unknown) => String((error as { code?: unknown }).code ?? "no code");
+
+const messageOf = (error: unknown) => (error instanceof Error ? error.message.split("\n")[0] : String(error));

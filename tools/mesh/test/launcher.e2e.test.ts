@@ -113,7 +113,11 @@ describe("npm start's launcher", () => {
     expect(result.code).toBe(1);
     const lines = result.stderr.trim().split("\n");
     expect(lines).toHaveLength(1);
-    expect(lines[0]).toMatch(new RegExp(`^cannot reach Postgres at ${url.replaceAll(".", "\\.")} .*pg_ctlcluster`));
+    expect(lines[0]).toMatch(
+      new RegExp(
+        `^cannot reach Postgres at ${url.replaceAll(".", "\\.")} .*nothing accepts connections on .*start Postgres`,
+      ),
+    );
   });
 
   it("refuses to start a service on a port something else holds, in one line", async () => {

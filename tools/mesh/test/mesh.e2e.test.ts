@@ -249,6 +249,17 @@ describe("the README walk-through", () => {
     expect(generated?.data).toEqual([
       expect.objectContaining({ status: "pending", amount_cents: 1875, adjustment_cents: 0, commission_count: 1 }),
     ]);
+    // The webhook step waits until its receiver listens: the first attempt delivers, and the
+    // receiver prints the event's id and body.
+    const deliveries = answers.find((answer) => Array.isArray(answer.data) && answer.data[0]?.id?.startsWith("dlv_"));
+    expect(deliveries?.data).toEqual([
+      expect.objectContaining({ event_type: "commission.refunded", status: "succeeded", attempts: 1 }),
+    ]);
+    const receiverLine = result.stdout.split("\n").find((line) => line.startsWith(`${deliveries?.data[0].event_id} {`));
+    expect(JSON.parse(receiverLine?.slice(receiverLine.indexOf("{")) ?? "null")).toMatchObject({
+      id: deliveries?.data[0].event_id,
+      type: "commission.refunded",
+    });
     const paid = answers.find((answer) => answer.data?.id?.startsWith("po_") && answer.data.status === "completed");
     expect(paid?.data).toMatchObject({ id: generated.data[0].id, amount_cents: 1875, gateway_transfer_id: "tr_123" });
     // The last step erases the customer; the receipt, read by id and by email, is completed.

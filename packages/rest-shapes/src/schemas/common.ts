@@ -1,3 +1,5 @@
+import { isValidEmail } from "@affiliate/platform/email";
+import { referralCodePattern } from "@affiliate/platform/referral-code";
 import { badTextMessage, characterCount, isCleanText } from "@affiliate/platform/text";
 import { z } from "zod";
 import type { ZodOpenApiResponseObject } from "zod-openapi";
@@ -90,12 +92,12 @@ export type NestedErrorBody = z.output<typeof nestedErrorSchema>;
 
 /** A referral code as registration and tracking accept it. */
 export const referralCodeSchema = text().regex(
-  /^[A-Za-z0-9_-]{3,50}$/,
+  referralCodePattern,
   "Must be 3-50 letters, digits, hyphens or underscores",
 );
 
-/** An email as every endpoint takes it: trimmed and lowercased, then checked. */
-export const emailSchema = text().trim().toLowerCase().pipe(z.email());
+/** An email as every endpoint takes it: trimmed and lowercased, then checked by the platform's one email rule. */
+export const emailSchema = text().trim().toLowerCase().refine(isValidEmail, "Invalid email address");
 
 /** The query parameters every cursor-paginated list takes (spec section 8, contract section 11). */
 export const pageQueryShape = {

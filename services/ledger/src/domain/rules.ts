@@ -1,10 +1,15 @@
 import { randomBytes } from "node:crypto";
-import { characterCount, type FieldErrors, isValidEmail, normalizeEmail } from "@affiliate/platform";
+import {
+  characterCount,
+  type FieldErrors,
+  isValidEmail,
+  normalizeEmail,
+  referralCodePattern,
+} from "@affiliate/platform";
 import type { TrackInput } from "./types.js";
 
 export const maxFutureSkewMs = 5 * 60 * 1000;
 export const maxPastMs = 400 * 24 * 3600 * 1000;
-const referralCodePattern = /^[A-Za-z0-9_-]{3,50}$/;
 /** The largest payment accepted (contract section 5): one billion in the major unit. */
 export const maxPaymentCents = 100_000_000_000;
 

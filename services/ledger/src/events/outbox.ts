@@ -2,9 +2,9 @@ import { enqueueEvent, enqueueEvents, newId, type Queryable } from "@affiliate/p
 import { type EventType, ledgerEvents } from "@affiliate/proto/events";
 import { create } from "@bufbuild/protobuf";
 import { timestampNow } from "@bufbuild/protobuf/wkt";
+import { commissionStatusToProto, commissionToProto, refundResultToProto } from "../codec.js";
 import type { RefundResult } from "../domain/refund-payment.js";
 import type { Commission } from "../domain/types.js";
-import { commissionStatusToProto, commissionToProto, refundResultToProto } from "../rpc/mappers.js";
 
 /**
  * The commission as events carry it: ids, amounts and states, without the customer's email or

@@ -1,13 +1,18 @@
-import { DomainError, type PageTokens } from "@affiliate/platform";
-import {
-  CommissionAction,
-  CommissionStatus as CommissionStatusProto,
-  type LedgerService,
-  PartnershipStatsSchema,
-  type Period,
-} from "@affiliate/proto/ledger";
+import { DomainError, enumFilter, type PageTokens } from "@affiliate/platform";
+import { CommissionAction, type LedgerService, PartnershipStatsSchema, type Period } from "@affiliate/proto/ledger";
 import { create } from "@bufbuild/protobuf";
 import type { ServiceImpl } from "@connectrpc/connect";
+import {
+  commissionStatusToProto,
+  commissionToProto,
+  metricsToProto,
+  periodFromProto,
+  refundResultToProto,
+  timeseriesToProto,
+  trackInputFromProto,
+  trackOutcomeToProto,
+  trackResultToProto,
+} from "../codec.js";
 import { listCommissionsPage } from "../domain/list-commissions.js";
 import { claimCommissions, listPayableBalances, releaseCommissions } from "../domain/payout-claims.js";
 import { type PaymentIdentification, refundPayment } from "../domain/refund-payment.js";
@@ -18,18 +23,6 @@ import type { TrackInput } from "../domain/types.js";
 import { updateCommission } from "../domain/update-commission.js";
 import { getCommissionOrThrow } from "../store/commissions.js";
 import { partnershipStats } from "../store/rollups.js";
-import {
-  commissionStatusToProto,
-  commissionToProto,
-  fromProtoEnum,
-  metricsToProto,
-  periodFromProto,
-  refundResultToProto,
-  timeseriesToProto,
-  trackInputFromProto,
-  trackOutcomeToProto,
-  trackResultToProto,
-} from "./mappers.js";
 
 export interface LedgerServiceDeps extends TrackDeps {
   pageTokens: PageTokens;
@@ -77,15 +70,9 @@ export function createLedgerService(deps: LedgerServiceDeps): ServiceImpl<typeof
     },
 
     async listCommissions(req) {
-      const status =
-        req.status === CommissionStatusProto.UNSPECIFIED
-          ? undefined
-          : fromProtoEnum(commissionStatusToProto, req.status);
-      if (req.status !== CommissionStatusProto.UNSPECIFIED && !status)
-        throw DomainError.invalidField("status", "Unknown status");
       const page = await listCommissionsPage(sql, pageTokens, {
         productId: req.productId,
-        status,
+        status: enumFilter(commissionStatusToProto, req.status),
         partnershipId: req.partnershipId,
         payoutId: req.payoutId,
         pageSize: req.pageSize,

@@ -50,7 +50,11 @@ export interface Subscription {
   stream: string;
   subject: string;
   type: EventType;
-  /** The product and the event id, without asking anyone (to skip events nobody listens to). */
+  /**
+   * What the event alone says, without asking any service: its product, and whether it sends
+   * the affiliate an email. An event no endpoint of the product subscribes to and that sends no
+   * email is skipped before any call or transaction.
+   */
   peek(data: Uint8Array): { productId: string; sendsEmail: boolean };
   build(owners: Owners, eventId: string, data: Uint8Array): Promise<NotifiableEvent>;
 }

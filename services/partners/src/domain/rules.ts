@@ -1,8 +1,13 @@
 import { createHash, randomBytes, randomInt } from "node:crypto";
-import { characterCount, DomainError, type FieldErrors, isValidEmail, normalizeEmail } from "@affiliate/platform";
+import {
+  characterCount,
+  DomainError,
+  type FieldErrors,
+  isValidEmail,
+  normalizeEmail,
+  referralCodePattern,
+} from "@affiliate/platform";
 import type { KeyMode, PartnershipStatus, ProgramChanges, Registration } from "./types.js";
-
-export const referralCodePattern = /^[A-Za-z0-9_-]{3,50}$/;
 
 /** The field errors of one registration, keyed by the public (camelCase) field names. */
 export function registrationErrors(registration: Registration): FieldErrors {

@@ -3,8 +3,8 @@ import { partnersEvents } from "@affiliate/proto/events";
 import { AffiliateSchema } from "@affiliate/proto/partners";
 import { create } from "@bufbuild/protobuf";
 import { timestampNow } from "@bufbuild/protobuf/wkt";
+import { partnershipToProto, programToProto, statusToProto } from "../codec.js";
 import type { Partnership, PartnershipStatus, Program } from "../domain/types.js";
-import { partnershipToProto, programToProto, statusToProto } from "../rpc/mappers.js";
 
 /**
  * The partnership as events carry it: ids, code, status and sponsor, the affiliate reduced to

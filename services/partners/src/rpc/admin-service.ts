@@ -1,9 +1,9 @@
 import type { Sql } from "@affiliate/platform";
 import type { PartnersAdminService } from "@affiliate/proto/partners";
 import type { ServiceImpl } from "@connectrpc/connect";
+import { productToProto } from "../codec.js";
 import { createProduct, rotateKeys } from "../domain/products.js";
 import { listProducts } from "../store/products.js";
-import { productToProto } from "./mappers.js";
 
 /** The operator's RPCs: products and keys. Not exposed through the public gateway. */
 export function createAdminService({ sql }: { sql: Sql }): ServiceImpl<typeof PartnersAdminService> {

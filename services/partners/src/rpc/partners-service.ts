@@ -1,12 +1,12 @@
-import { DomainError, type PageTokens, type Sql } from "@affiliate/platform";
+import { DomainError, enumFilter, fromProtoEnum, type PageTokens, type Sql } from "@affiliate/platform";
 import {
   type AffiliateRegistration,
   BulkRegistrationResultSchema,
-  PartnershipStatus,
   type PartnersService,
 } from "@affiliate/proto/partners";
 import { create } from "@bufbuild/protobuf";
 import type { ServiceImpl } from "@connectrpc/connect";
+import { keyModeToProto, outcomeToProto, partnershipToProto, programToProto, statusToProto } from "../codec.js";
 import { authenticate } from "../domain/authenticate.js";
 import { bulkRegisterAffiliates } from "../domain/bulk-register-affiliates.js";
 import { listPartnershipsPage } from "../domain/list-partnerships.js";
@@ -17,14 +17,6 @@ import { updatePartnershipStatus } from "../domain/update-partnership-status.js"
 import { updateProgram } from "../domain/update-program.js";
 import { countPartnerships, getPartnershipOrThrow, getPartnershipsByIds } from "../store/partnerships.js";
 import { getProgramOrThrow } from "../store/programs.js";
-import {
-  keyModeToProto,
-  outcomeToProto,
-  partnershipToProto,
-  programToProto,
-  statusFromProto,
-  statusToProto,
-} from "./mappers.js";
 
 export interface PartnersServiceDeps {
   sql: Sql;
@@ -90,13 +82,9 @@ export function createPartnersService({ sql, pageTokens }: PartnersServiceDeps):
     },
 
     async listPartnerships(req) {
-      const status = req.status === PartnershipStatus.UNSPECIFIED ? undefined : statusFromProto(req.status);
-      if (req.status !== PartnershipStatus.UNSPECIFIED && !status) {
-        throw DomainError.invalidField("status", "Unknown status");
-      }
       const page = await listPartnershipsPage(sql, pageTokens, {
         productId: req.productId,
-        status,
+        status: enumFilter(statusToProto, req.status),
         pageSize: req.pageSize,
         pageToken: req.pageToken,
       });
@@ -108,7 +96,7 @@ export function createPartnersService({ sql, pageTokens }: PartnersServiceDeps):
     },
 
     async updatePartnershipStatus(req) {
-      const status = statusFromProto(req.status);
+      const status = fromProtoEnum(statusToProto, req.status);
       if (!status || status === "pending") {
         throw DomainError.invalidField("status", "Status must be active, rejected or removed");
       }
@@ -125,9 +113,7 @@ export function createPartnersService({ sql, pageTokens }: PartnersServiceDeps):
     },
 
     async countPartnerships(req) {
-      const status = req.status === PartnershipStatus.UNSPECIFIED ? undefined : statusFromProto(req.status);
-      if (req.status !== PartnershipStatus.UNSPECIFIED && !status)
-        throw DomainError.invalidField("status", "Unknown status");
+      const status = enumFilter(statusToProto, req.status);
       return { count: BigInt(await countPartnerships(sql, req.productId, status)) };
     },
 

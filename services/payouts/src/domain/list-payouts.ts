@@ -1,4 +1,4 @@
-import { DomainError, type PageTokens, type Queryable } from "@affiliate/platform";
+import { keysetPage, type PageTokens, type Queryable } from "@affiliate/platform";
 import { listPayouts } from "../store/payouts.js";
 import type { Payout, PayoutStatus } from "./types.js";
 
@@ -14,14 +14,9 @@ export async function listPayoutsPage(
   pageTokens: PageTokens,
   query: PayoutFilter & { pageSize: number; pageToken: string },
 ): Promise<{ payouts: Payout[]; nextPageToken: string }> {
-  const { pageSize } = query;
-  if (!Number.isInteger(pageSize) || pageSize < 1 || pageSize > 100) {
-    throw DomainError.invalidField("limit", "Must be an integer from 1 to 100");
-  }
   const scope = `payouts:${query.productId}:${query.status ?? ""}:${query.partnershipId ?? ""}`;
-  const afterId = query.pageToken ? pageTokens.decode(scope, query.pageToken) : undefined;
-  const rows = await listPayouts(sql, { ...query, afterId, limit: pageSize + 1 });
-  const payouts = rows.slice(0, pageSize);
-  const last = payouts.at(-1);
-  return { payouts, nextPageToken: rows.length > pageSize && last ? pageTokens.encode(scope, last.id) : "" };
+  const page = await keysetPage(pageTokens, scope, query, (afterId, limit) =>
+    listPayouts(sql, { ...query, afterId, limit }),
+  );
+  return { payouts: page.items, nextPageToken: page.nextPageToken };
 }

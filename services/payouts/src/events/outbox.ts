@@ -2,8 +2,8 @@ import { enqueueEvents, newId, type Queryable } from "@affiliate/platform";
 import { type EventType, payoutsEvents } from "@affiliate/proto/events";
 import { create } from "@bufbuild/protobuf";
 import { timestampNow } from "@bufbuild/protobuf/wkt";
+import { payoutToProto } from "../codec.js";
 import type { Payout } from "../domain/types.js";
-import { payoutToProto } from "../rpc/mappers.js";
 
 export type PayoutEventKind = keyof typeof payoutsEvents;
 

@@ -1,12 +1,12 @@
-import { DomainError, type PageTokens } from "@affiliate/platform";
-import { PayoutAction as PayoutActionProto, PayoutStatus, type PayoutsService } from "@affiliate/proto/payouts";
+import { DomainError, enumFilter, fromProtoEnum, type PageTokens } from "@affiliate/platform";
+import type { PayoutsService } from "@affiliate/proto/payouts";
 import type { ServiceImpl } from "@connectrpc/connect";
+import { payoutActionToProto, payoutStatusToProto, payoutToProto } from "../codec.js";
 import type { PayoutDeps } from "../domain/finish-drafts.js";
 import { generatePayouts } from "../domain/generate-payouts.js";
 import { listPayoutsPage } from "../domain/list-payouts.js";
 import { updatePayout } from "../domain/update-payout.js";
 import { getPayoutOrThrow } from "../store/payouts.js";
-import { fromProtoEnum, payoutActionToProto, payoutStatusToProto, payoutToProto } from "./mappers.js";
 
 export interface PayoutsServiceDeps extends PayoutDeps {
   pageTokens: PageTokens;
@@ -22,13 +22,9 @@ export function createPayoutsService(deps: PayoutsServiceDeps): ServiceImpl<type
     },
 
     async listPayouts(req) {
-      const status =
-        req.status === PayoutStatus.UNSPECIFIED ? undefined : fromProtoEnum(payoutStatusToProto, req.status);
-      if (req.status !== PayoutStatus.UNSPECIFIED && !status)
-        throw DomainError.invalidField("status", "Unknown status");
       const page = await listPayoutsPage(sql, pageTokens, {
         productId: req.productId,
-        status,
+        status: enumFilter(payoutStatusToProto, req.status),
         partnershipId: req.partnershipId,
         pageSize: req.pageSize,
         pageToken: req.pageToken,
@@ -41,8 +37,7 @@ export function createPayoutsService(deps: PayoutsServiceDeps): ServiceImpl<type
     },
 
     async updatePayout(req) {
-      const action =
-        req.action === PayoutActionProto.UNSPECIFIED ? undefined : fromProtoEnum(payoutActionToProto, req.action);
+      const action = fromProtoEnum(payoutActionToProto, req.action);
       if (!action) throw DomainError.invalidField("action", "Action must be approve, reject, mark_paid or mark_failed");
       const result = await updatePayout(sql, req.productId, req.payoutId, {
         action,

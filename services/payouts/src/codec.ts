@@ -6,7 +6,7 @@ import {
 } from "@affiliate/proto/payouts";
 import { create } from "@bufbuild/protobuf";
 import { timestampFromDate } from "@bufbuild/protobuf/wkt";
-import type { Payout, PayoutAction, PayoutStatus } from "../domain/types.js";
+import type { Payout, PayoutAction, PayoutStatus } from "./domain/types.js";
 
 export const payoutStatusToProto: Record<PayoutStatus, PayoutStatusProto> = {
   pending: PayoutStatusProto.PENDING,
@@ -22,11 +22,6 @@ export const payoutActionToProto: Record<PayoutAction, PayoutActionProto> = {
   mark_paid: PayoutActionProto.MARK_PAID,
   mark_failed: PayoutActionProto.MARK_FAILED,
 };
-
-/** The domain value of a proto enum, by reverse lookup; undefined for UNSPECIFIED or unknown. */
-export function fromProtoEnum<D extends string, P extends number>(table: Record<D, P>, value: P): D | undefined {
-  return (Object.keys(table) as D[]).find((key) => table[key] === value);
-}
 
 export function payoutToProto(p: Payout): PayoutProto {
   return create(PayoutSchema, {

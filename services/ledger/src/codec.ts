@@ -1,4 +1,4 @@
-import { DomainError, toStatus } from "@affiliate/platform";
+import { DomainError, fromProtoEnum, toStatus } from "@affiliate/platform";
 import {
   type Commission as CommissionProto,
   CommissionSchema,
@@ -19,9 +19,9 @@ import {
 } from "@affiliate/proto/ledger";
 import { create, type MessageInitShape } from "@bufbuild/protobuf";
 import { timestampDate, timestampFromDate } from "@bufbuild/protobuf/wkt";
-import type { RefundResult } from "../domain/refund-payment.js";
-import type { TrackOutcome } from "../domain/track-batch.js";
-import type { TrackResult } from "../domain/track-event.js";
+import type { RefundResult } from "./domain/refund-payment.js";
+import type { TrackOutcome } from "./domain/track-batch.js";
+import type { TrackResult } from "./domain/track-event.js";
 import type {
   Commission,
   CommissionStatus,
@@ -30,7 +30,7 @@ import type {
   Period,
   TrackedEvent,
   TrackInput,
-} from "../domain/types.js";
+} from "./domain/types.js";
 
 export const commissionStatusToProto: Record<CommissionStatus, CommissionStatusProto> = {
   pending: CommissionStatusProto.PENDING,
@@ -52,11 +52,6 @@ export const periodFromProto: Partial<Record<PeriodProto, Period>> = {
   [PeriodProto.PERIOD_90D]: "90d",
   [PeriodProto.PERIOD_12M]: "12m",
 };
-
-/** The domain value of a proto enum, by reverse lookup; undefined for UNSPECIFIED or unknown. */
-export function fromProtoEnum<D extends string, P extends number>(table: Record<D, P>, value: P): D | undefined {
-  return (Object.keys(table) as D[]).find((key) => table[key] === value);
-}
 
 export function commissionToProto(c: Commission): CommissionProto {
   return create(CommissionSchema, {

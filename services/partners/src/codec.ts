@@ -11,14 +11,7 @@ import {
 } from "@affiliate/proto/partners";
 import { create } from "@bufbuild/protobuf";
 import { timestampFromDate } from "@bufbuild/protobuf/wkt";
-import type {
-  KeyMode,
-  Partnership,
-  PartnershipStatus,
-  Product,
-  Program,
-  RegistrationOutcome,
-} from "../domain/types.js";
+import type { KeyMode, Partnership, PartnershipStatus, Product, Program, RegistrationOutcome } from "./domain/types.js";
 
 export const statusToProto: Record<PartnershipStatus, PartnershipStatusProto> = {
   active: PartnershipStatusProto.ACTIVE,
@@ -26,11 +19,6 @@ export const statusToProto: Record<PartnershipStatus, PartnershipStatusProto> = 
   rejected: PartnershipStatusProto.REJECTED,
   removed: PartnershipStatusProto.REMOVED,
 };
-
-/** The domain status of a proto status; undefined for UNSPECIFIED or an unknown value. */
-export function statusFromProto(status: PartnershipStatusProto): PartnershipStatus | undefined {
-  return (Object.keys(statusToProto) as PartnershipStatus[]).find((key) => statusToProto[key] === status);
-}
 
 export const outcomeToProto: Record<RegistrationOutcome, RegistrationOutcomeProto> = {
   created: RegistrationOutcomeProto.CREATED,
