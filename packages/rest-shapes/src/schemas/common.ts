@@ -120,11 +120,12 @@ export const paginationSchema = z
   })
   .meta({ id: "Pagination" });
 
-const retryAfter = z.object({
+/** The Retry-After header of a 429 or a 503. */
+export const retryAfterHeader = z.object({
   "Retry-After": z.string().meta({ description: "Seconds to wait before retrying.", example: "1" }),
 });
 
-function errorResponse(description: string, headers?: typeof retryAfter): ZodOpenApiResponseObject {
+function errorResponse(description: string, headers?: typeof retryAfterHeader): ZodOpenApiResponseObject {
   return {
     description,
     content: { "application/json": { schema: errorSchema } },
@@ -150,10 +151,10 @@ export const errorResponses = {
   409: errorResponse("Conflicts with the current state"),
   413: errorResponse("Request body over 1 MiB"),
   415: errorResponse("Content type other than application/json"),
-  429: errorResponse("Rate limit exceeded for this key", retryAfter),
+  429: errorResponse("Rate limit exceeded for this key", retryAfterHeader),
   503: errorResponse(
     "A service behind the gateway cannot be reached or could not apply the request in time; nothing was applied, retry later",
-    retryAfter,
+    retryAfterHeader,
   ),
   504: errorResponse(
     "The outcome is unknown (the connection to a service was lost after the request left): repeat with the same Idempotency-Key, or read the resource, before retrying",
