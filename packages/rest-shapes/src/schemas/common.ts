@@ -57,6 +57,9 @@ export const validationErrorSchema = z
   })
   .meta({ id: "ValidationError" });
 
+/** A 400 of a route with a body: the envelope, or `{ error }` for a body that is not JSON. */
+export const badRequestSchema = z.union([validationErrorSchema, errorSchema]);
+
 /**
  * The one exception to the envelope (spec sections 4.5 and 7): an invalid `period` on the stats
  * endpoints answers its error nested under `data`.
@@ -143,7 +146,7 @@ export const errorResponses = {
   /** For operations with a JSON body: the envelope, or `{ error }` for a body that is not JSON. */
   badRequest: {
     description: "Validation failed, or the body is not valid JSON",
-    content: { "application/json": { schema: z.union([validationErrorSchema, errorSchema]) } },
+    content: { "application/json": { schema: badRequestSchema } },
   } satisfies ZodOpenApiResponseObject,
   401: errorResponse("Missing x-api-key header, invalid key format, or an invalid or revoked key"),
   403: errorResponse("A test-mode key (sk_test_) was sent to the management API"),

@@ -74,7 +74,9 @@ export class RouteCatalog {
     const config = options.config as Record<string, unknown> | undefined;
     const declaration = config?.[declarationKey] as AnyRouteDeclaration | undefined;
     for (const method of methods) {
-      this.#routes.push({ method, url: options.url, ...(declaration ? { declaration } : {}) });
+      // Fastify's implicit HEAD of a GET route carries the GET's config: the declaration is the GET's.
+      const declares = declaration !== undefined && declaration.method === method;
+      this.#routes.push({ method, url: options.url, ...(declares ? { declaration } : {}) });
     }
   };
 
@@ -92,8 +94,8 @@ export class RouteCatalog {
   paths(): ZodOpenApiPathsObject {
     const paths: ZodOpenApiPathsObject = {};
     for (const { method, url, declaration } of this.declared()) {
-      const path = (paths[openApiPath(url)] ??= {});
-      path[method.toLowerCase() as Lowercase<RouteMethod>] = operationOf(declaration);
+      const path = openApiPath(url);
+      paths[path] = { ...paths[path], [method.toLowerCase()]: operationOf(declaration) };
     }
     return paths;
   }
