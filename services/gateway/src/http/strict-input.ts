@@ -151,3 +151,26 @@ export function safeParseStrict<S extends z.ZodType>(
   const issues = [...unknown, ...(parsed.success ? [] : parsed.error.issues)];
   return { success: false, error: new z.ZodError(issues) as z.ZodError<z.output<S>> };
 }
+
+/**
+ * The fields an object schema names at its top level, through the wrappers a body schema may
+ * have (optional, default, a refinement's pipe); none for a schema that is not an object.
+ */
+export function fieldSchemasOf(schema: z.ZodType | undefined): Record<string, z.ZodType> {
+  if (schema === undefined) return {};
+  const def = defOf(schema);
+  switch (def.type) {
+    case "object":
+      return def.shape as Record<string, z.ZodType>;
+    case "optional":
+    case "nullable":
+    case "default":
+    case "prefault":
+    case "readonly":
+      return fieldSchemasOf(def.innerType as z.ZodType);
+    case "pipe":
+      return fieldSchemasOf(def.in as z.ZodType);
+    default:
+      return {};
+  }
+}
