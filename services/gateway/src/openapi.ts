@@ -16,6 +16,10 @@ is false. Requests are rate-limited per key (429 with Retry-After); an unreachab
 answers 503 with Retry-After, and nothing was applied; 504 means the outcome is unknown (repeat with the same
 Idempotency-Key, or read the resource). Every response carries \`x-request-id\`.`;
 
+/** `commission.created` -> `webhookCommissionCreated`: the operation id of a webhook's delivery. */
+const webhookOperationId = (type: string) =>
+  `webhook${type.replace(/(^|[._])([a-z])/g, (_match, _separator, letter: string) => letter.toUpperCase())}`;
+
 export type OpenApiDocument = ReturnType<typeof createDocument>;
 
 /**
@@ -40,6 +44,8 @@ export function openApiDocument(catalog: RouteCatalog): OpenApiDocument {
     {
       openapi: "3.1.0",
       info: { title: "Affiliate Program API", version: "1.0.0", description },
+      // Relative: the gateway that serves this document.
+      servers: [{ url: "/", description: "The gateway serving this document" }],
       security: [{ apiKey: [] }],
       tags: [
         { name: "Tracking", description: "Clicks, signups and payments; live or sandbox" },
@@ -74,6 +80,7 @@ export function openApiDocument(catalog: RouteCatalog): OpenApiDocument {
           type,
           {
             post: {
+              operationId: webhookOperationId(type),
               summary: type,
               requestBody: { required: true, content: { "application/json": { schema } } },
               responses: { 200: { description: "Any 2xx acknowledges the delivery; anything else is retried." } },

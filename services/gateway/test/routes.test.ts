@@ -3,6 +3,7 @@
  * gateway serves, each from its own declaration, both ways; nothing is served undeclared.
  */
 import { describe, expect, it } from "vitest";
+import { describeApi } from "../src/describe-api.js";
 import { openApiPath } from "../src/http/route-catalog.js";
 import { createGateway } from "./support/harness.js";
 
@@ -65,5 +66,11 @@ describe("the route catalog", () => {
     expect(statuses("/api/v1/program", "get")).toEqual(["200", "400", "401", "403", "429", "503", "504"].sort());
     expect(statuses("/healthz", "get")).toEqual(["200"]);
     expect(document.paths["/readyz"].get.security).toEqual([]);
+  });
+
+  it("writes the same document without a server, for the lint and for tools", async () => {
+    const { call } = createGateway();
+    const served = (await call("GET", "/api/v1/openapi.json", { key: null })).json();
+    expect(JSON.parse(JSON.stringify(await describeApi()))).toEqual(served);
   });
 });
