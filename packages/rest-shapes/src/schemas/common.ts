@@ -138,7 +138,6 @@ function errorResponse(description: string, headers?: typeof retryAfterHeader): 
 
 /** Error responses shared by the documented operations, by status. */
 export const errorResponses = {
-  400: errorResponse("Malformed JSON or an invalid request for the resource's state"),
   validation: {
     description: "Validation failed",
     content: { "application/json": { schema: validationErrorSchema } },
@@ -151,7 +150,6 @@ export const errorResponses = {
   401: errorResponse("Missing x-api-key header, invalid key format, or an invalid or revoked key"),
   403: errorResponse("A test-mode key (sk_test_) was sent to the management API"),
   404: errorResponse("Not found in this product"),
-  409: errorResponse("Conflicts with the current state"),
   413: errorResponse("Request body over 1 MiB"),
   415: errorResponse("Content type other than application/json"),
   429: errorResponse("Rate limit exceeded for this key", retryAfterHeader),
