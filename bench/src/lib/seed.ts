@@ -5,7 +5,7 @@ import { RollupChanges } from "@affiliate/ledger/dist/domain/rollup-changes.js";
 import { addEventToRollups } from "@affiliate/ledger/dist/domain/track-batch.js";
 import type { CommissionStatus } from "@affiliate/ledger/dist/domain/types.js";
 import type { NewCommission } from "@affiliate/ledger/dist/store/commissions.js";
-import type { EventRow } from "@affiliate/ledger/dist/store/events.js";
+import type { EventRow } from "@affiliate/ledger/dist/store/tracking-events.js";
 import { newId, type Queryable } from "@affiliate/platform";
 import type { Sql } from "postgres";
 

@@ -25,11 +25,11 @@ import type { TrackResult } from "./domain/track-event.js";
 import type {
   Commission,
   CommissionStatus,
-  EventType,
   Metrics,
   Period,
   TrackedEvent,
   TrackInput,
+  TrackingEventType,
 } from "./domain/types.js";
 
 export const commissionStatusToProto: Record<CommissionStatus, CommissionStatusProto> = {
@@ -40,7 +40,7 @@ export const commissionStatusToProto: Record<CommissionStatus, CommissionStatusP
   refunded: CommissionStatusProto.REFUNDED,
 };
 
-export const eventTypeToProto: Record<EventType, EventTypeProto> = {
+export const eventTypeToProto: Record<TrackingEventType, EventTypeProto> = {
   click: EventTypeProto.CLICK,
   signup: EventTypeProto.SIGNUP,
   payment: EventTypeProto.PAYMENT,

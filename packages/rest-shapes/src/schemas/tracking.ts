@@ -2,9 +2,12 @@ import { z } from "zod";
 import { commissionStatusSchema } from "./commissions.js";
 import { emailSchema, referralCodeSchema, text } from "./common.js";
 
-export const eventTypeSchema = z
+export const trackingEventTypeSchema = z
   .enum(["click", "signup", "payment"])
-  .meta({ id: "EventType", description: "What happened: a referral link was followed, a customer signed up or paid." });
+  .meta({
+    id: "TrackingEventType",
+    description: "What happened: a referral link was followed, a customer signed up or paid.",
+  });
 
 /**
  * The largest payment (contract section 5): one billion in the major unit. The limit keeps every
@@ -20,7 +23,7 @@ const paymentRangeMessage = "Must be an integer from 1 to 100,000,000,000 cents"
  */
 export const trackEventBodySchema = z
   .object({
-    type: eventTypeSchema,
+    type: trackingEventTypeSchema,
     referral_code: referralCodeSchema.optional().meta({
       description: "Required for a click. On a signup or payment, credits that partnership directly.",
       example: "jane-doe",
@@ -70,7 +73,7 @@ export const trackEventBodySchema = z
 export const trackedEventSchema = z
   .object({
     id: z.string().meta({ example: "evt_01hzy3v9k4" }),
-    type: eventTypeSchema,
+    type: trackingEventTypeSchema,
     partnership_id: z.string().nullable().meta({ description: "The partnership credited; null when unattributed." }),
     visitor_id: z.string().nullable(),
     occurred_at: z.iso.datetime().meta({ description: "ISO 8601 UTC with milliseconds." }),
@@ -145,4 +148,4 @@ export type TrackEventBody = z.output<typeof trackEventBodySchema>;
 export type PublicTrackBatchResult = z.output<typeof trackBatchResultSchema>;
 export type PublicTrackBatchResponse = z.output<typeof trackBatchResponseSchema>;
 export type PublicTrackedEvent = z.output<typeof trackedEventSchema>;
-export type PublicEventType = z.output<typeof eventTypeSchema>;
+export type PublicTrackingEventType = z.output<typeof trackingEventTypeSchema>;

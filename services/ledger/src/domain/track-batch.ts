@@ -6,7 +6,7 @@ import {
   findPaymentsByExternalIds,
   insertEventsUnlessReplay,
   type StoredEvent,
-} from "../store/events.js";
+} from "../store/tracking-events.js";
 import { attributeInOrder, BatchDirectory } from "./attribute.js";
 import { recordCommissionChange } from "./commission-changes.js";
 import { commissionAmount } from "./money.js";
