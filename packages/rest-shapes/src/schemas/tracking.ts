@@ -2,12 +2,10 @@ import { z } from "zod";
 import { commissionStatusSchema } from "./commissions.js";
 import { emailSchema, referralCodeSchema, text } from "./common.js";
 
-export const trackingEventTypeSchema = z
-  .enum(["click", "signup", "payment"])
-  .meta({
-    id: "TrackingEventType",
-    description: "What happened: a referral link was followed, a customer signed up or paid.",
-  });
+export const trackingEventTypeSchema = z.enum(["click", "signup", "payment"]).meta({
+  id: "TrackingEventType",
+  description: "What happened: a referral link was followed, a customer signed up or paid.",
+});
 
 /**
  * The largest payment (contract section 5): one billion in the major unit. The limit keeps every
