@@ -12,6 +12,7 @@ import { PartnersService } from "@affiliate/proto/partners";
 import { createClient } from "@connectrpc/connect";
 import { loadNotifierConfig } from "./config.js";
 import { startConsumers } from "./events/consumers.js";
+import { startListenerIndex } from "./events/listeners.js";
 import { ownersOver } from "./events/owners.js";
 import { subscriptions } from "./events/payloads.js";
 import { smtpMailer } from "./outbound/smtp-mailer.js";
@@ -33,8 +34,10 @@ const owners = ownersOver(
   createClient(LedgerService, createRpcTransport(config.LEDGER_URL)),
   createClient(PartnersService, createRpcTransport(config.PARTNERS_URL)),
 );
+const listeners = startListenerIndex({ url: config.DATABASE_URL, schema, sql, logger });
 const consumers = await startConsumers({
   sql,
+  listeners,
   js: nats.jetstream(),
   jsm,
   namespace: config.EVENTS_NAMESPACE,
@@ -62,6 +65,7 @@ await serve({
   }),
   background: [
     ["event consumers", () => Promise.all(consumers.map((consumer) => consumer.stop()))],
+    ["endpoint feed", () => listeners.stop()],
     ["job workers", () => workers.stop()],
     ["applied event purge", stopPurge],
     ["mailer", () => mailer?.close()],
