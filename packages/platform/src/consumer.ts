@@ -1,4 +1,4 @@
-import type { EventType } from "@affiliate/proto/events";
+import type { DomainEvent } from "@affiliate/proto/events";
 import { type DescMessage, fromBinary, type MessageShape } from "@bufbuild/protobuf";
 import { AckPolicy, DeliverPolicy, type JetStreamClient, type JetStreamManager, type JsMsg } from "nats";
 import { Counter, Gauge } from "prom-client";
@@ -15,7 +15,7 @@ export class UndecodableEvent extends Error {}
  * The payload of a consumed event as the message its type declares (@affiliate/proto/events);
  * UndecodableEvent when the bytes are not one, so the consumer terminates it.
  */
-export function decodeEvent<Desc extends DescMessage>(event: EventType<Desc>, data: Uint8Array): MessageShape<Desc> {
+export function decodeEvent<Desc extends DescMessage>(event: DomainEvent<Desc>, data: Uint8Array): MessageShape<Desc> {
   try {
     return fromBinary(event.schema, data);
   } catch (error) {

@@ -1,4 +1,4 @@
-import type { EventType } from "@affiliate/proto/events";
+import type { DomainEvent } from "@affiliate/proto/events";
 import { type DescMessage, type MessageShape, toBinary } from "@bufbuild/protobuf";
 import {
   AckPolicy,
@@ -76,7 +76,7 @@ export async function ensureStream(jsm: JetStreamManager, name: EventStreamName)
  */
 export async function enqueueEvent<Desc extends DescMessage>(
   tx: Queryable,
-  event: EventType<Desc>,
+  event: DomainEvent<Desc>,
   message: MessageShape<Desc> & { id: string },
 ): Promise<void> {
   const { id } = message;
@@ -95,7 +95,7 @@ export async function enqueueEvent<Desc extends DescMessage>(
  */
 export async function enqueueEvents<Desc extends DescMessage>(
   tx: Queryable,
-  event: EventType<Desc>,
+  event: DomainEvent<Desc>,
   messages: (MessageShape<Desc> & { id: string })[],
   /**
    * The trace each message continues, by position, when they were caused by different calls (a

@@ -1,4 +1,4 @@
-import type { EventType } from "@affiliate/proto/events";
+import type { DomainEvent } from "@affiliate/proto/events";
 import { ProductKeysRotatedSchema } from "@affiliate/proto/partners";
 import { createTestDatabase, createTestNamespace, type TestDatabase, type TestNamespace } from "@affiliate/testing";
 import { create, fromBinary } from "@bufbuild/protobuf";
@@ -18,7 +18,7 @@ import { capturingLogger, eventually, type LogLine, migrationsDirectory, silentL
 const schema = "svc";
 const subject = "svc.product.keys_rotated";
 /** A test service's event type, shaped as the registry in @affiliate/proto/events shapes them. */
-const keysRotatedEvent: EventType<typeof ProductKeysRotatedSchema> = {
+const keysRotatedEvent: DomainEvent<typeof ProductKeysRotatedSchema> = {
   service: "svc",
   subject,
   schema: ProductKeysRotatedSchema,
