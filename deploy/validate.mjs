@@ -528,6 +528,19 @@ function docsRules(alertNames) {
   return problems;
 }
 
+/** The dashboard's queries, as Prometheus will see them once Grafana fills in its variables. */
+function dashboardRules() {
+  const problems = [];
+  const dashboard = JSON.parse(read("grafana/affiliate-dashboard.json"));
+  for (const panel of dashboard.panels) {
+    for (const target of panel.targets ?? []) {
+      const expr = target.expr.replaceAll("$__rate_interval", "5m").replaceAll("$namespace", ".*");
+      for (const problem of checkExpression(expr, metrics)) problems.push(`panel "${panel.title}": ${problem}`);
+    }
+  }
+  return problems;
+}
+
 let failures = 0;
 const report = (where, problems, count) => {
   failures += problems.length;
@@ -561,5 +574,6 @@ if (alertNames.size === 0) {
 }
 report("deploy/k8s/examples", await exampleRules(), "examples");
 report("deploy (services.json, images, compose)", fileRules(), `${services.length} services`);
+report("deploy/grafana", dashboardRules(), "queries");
 report("docs", docsRules(alertNames), "tables");
 process.exit(failures === 0 ? 0 : 1);
