@@ -137,6 +137,16 @@ function serviceListRules(objects, where) {
     if (portNamed("metrics") !== service.metricsPort) {
       problems.push(`${name}: metrics on ${portNamed("metrics")}, the list says ${service.metricsPort}`);
     }
+    // A probe's port, by number or by the container port's name; undefined when there is no probe.
+    const probedPort = (probe) => {
+      if (probe?.grpc) return probe.grpc.port;
+      const port = probe?.httpGet?.port;
+      return typeof port === "string" ? portNamed(port) : port;
+    };
+    const probed = [container.readinessProbe, container.livenessProbe].map(probedPort);
+    if (probed.some((port) => port !== service.port)) {
+      problems.push(`${name}: its probes reach ports [${probed}], not ${service.port}`);
+    }
     const migrates = (pod.initContainers ?? []).some((init) => init.command?.join(" ") === "node dist/migrate.js");
     if (migrates !== (service.schema !== null)) {
       problems.push(`${name}: ${migrates ? "a migrate init container but no schema" : "no migrate init container"}`);
