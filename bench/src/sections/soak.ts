@@ -88,7 +88,8 @@ const affiliateCount = 200;
 /** Requests to the gateway in flight at most; more wait in the agent, their latency still counted from when they were due. */
 const maxSockets = 256;
 const sampleEveryMs = 5000;
-const drainPollMs = 250;
+/** Each look scrapes every service's metrics (their samplers query Postgres and JetStream): not too often. */
+const drainPollMs = 500;
 /**
  * How long the bench waits for the queues after the load. Far beyond the 10 s target on purpose:
  * the exactly-once checks need everything delivered, and a slow drain is a figure to report.
@@ -125,7 +126,7 @@ const weights: Record<Exclude<keyof typeof kinds, "generate" | "approve" | "mark
   stats30d: 11,
 };
 
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, Math.max(0, ms)));
 const verdictOf = (met: boolean) => (met ? "met" : "MISSED");
 
 interface MinuteLog {
@@ -436,6 +437,8 @@ async function runSoak(
   const payouts = (async () => {
     for (let minute = 0; minute < minutes; minute++) {
       await sleep(loadStart + minute * 60_000 + 30_000 - performance.now());
+      // A cycle that overran into the load's end is the last: the drain measures what the load left.
+      if (performance.now() >= loadStart + minutes * 60_000) break;
       await payoutCycle();
     }
   })();
@@ -455,7 +458,7 @@ async function runSoak(
   let drainSeconds: number | undefined;
   let depthsAtDrain = await probe();
   let firstEmptyAt: number | undefined;
-  let nextProgressAt = run.lastSentAt + 30_000;
+  let nextProgressAt = performance.now() + 30_000;
   while (performance.now() - run.lastSentAt < drainTimeoutMs) {
     depthsAtDrain = await probe();
     if (performance.now() >= nextProgressAt) {
