@@ -614,7 +614,9 @@ function verdicts(result: Omit<SoakResult, "verdicts">): SoakResult["verdicts"] 
     },
     {
       target: `p99 of each kind at ${label(last)} within ${targets.p99Growth}x of ${label(baseline)}`,
-      figure: p99Growth.map((r) => `${r.kind} ${fmt(r.growth, 2)}x`).join(", "),
+      figure: p99Growth
+        .map((r) => `${r.kind} ${Number.isFinite(r.growth) ? `${fmt(r.growth, 2)}x` : "n/a"}`)
+        .join(", "),
       met: p99Growth.every((r) => r.growth <= targets.p99Growth),
     },
     {
