@@ -14,6 +14,7 @@ import { loadConfig, type SectionName } from "./lib/config.js";
 import { type BenchContext, databaseProbe, processSet, productFactory } from "./lib/context.js";
 import { HttpClient } from "./lib/http.js";
 import { freePort } from "./lib/ports.js";
+import { SmtpSink } from "./lib/smtp-sink.js";
 import { authenticatedRead } from "./sections/authenticated-read.js";
 import { bulkRegistration } from "./sections/bulk-registration.js";
 import { erasure } from "./sections/erasure.js";
@@ -22,6 +23,7 @@ import { type RssSample, reportMemory, sampleIdleMemory } from "./sections/memor
 import { payoutGeneration } from "./sections/payout-generation.js";
 import { readsVsInsert } from "./sections/reads-vs-insert.js";
 import { refunds } from "./sections/refunds.js";
+import { soak } from "./sections/soak.js";
 import { statsLatency } from "./sections/stats-latency.js";
 import { trackingThroughput } from "./sections/tracking-throughput.js";
 import { webhookDelivery } from "./sections/webhook-delivery.js";
@@ -91,7 +93,7 @@ async function section<T>(name: SectionName, run: () => Promise<T>): Promise<voi
 
 async function main(): Promise<void> {
   console.log(
-    `bench: sections ${[...config.sections].join(",")}; partnerships ${config.partnerships}, events ${config.events}/${config.smallEvents}, ${config.connections} connections x ${config.durationS} s, ${config.samples} sequential samples, refund payments ${config.refundPayments}, payouts ${config.payoutPartnerships}/${config.payoutCommissions}, erasure ${config.erasureEvents}, webhook deliveries ${config.webhookDeliveries} and ${config.webhookRate} events/s`,
+    `bench: sections ${[...config.sections].join(",")}; partnerships ${config.partnerships}, events ${config.events}/${config.smallEvents}, ${config.connections} connections x ${config.durationS} s, ${config.samples} sequential samples, refund payments ${config.refundPayments}, payouts ${config.payoutPartnerships}/${config.payoutCommissions}, erasure ${config.erasureEvents}, webhook deliveries ${config.webhookDeliveries} and ${config.webhookRate} events/s, soak ${config.soakMinutes} min at ${config.soakRate} requests/s`,
   );
   const database = await createTestDatabase();
   teardownSteps.push(() => database.drop());
@@ -103,6 +105,13 @@ async function main(): Promise<void> {
   for (const service of services.filter((s) => s.protocol === "rpc")) servicePorts[service.name] = await freePort();
   const metricsPorts: Record<string, number> = {};
   for (const service of services) metricsPorts[service.name] = await freePort();
+  // The soak has the notifier mail a local SMTP server; it is the notifier's SMTP_URL for the whole run.
+  let smtp: SmtpSink | undefined;
+  if (config.sections.has("S")) {
+    const sink = await new SmtpSink().start();
+    teardownSteps.push(() => sink.close());
+    smtp = sink;
+  }
   let recentOutput = (): string[] => [];
   meshStarting = startMesh({
     databaseUrl: database.url,
@@ -117,6 +126,7 @@ async function main(): Promise<void> {
       LOG_LEVEL: "warn",
       RATE_LIMIT_PER_MINUTE: unlimited,
       TRACKING_RATE_LIMIT_PER_MINUTE: unlimited,
+      ...(smtp ? { SMTP_URL: smtp.url } : {}),
       ...cpuProfileEnv(),
     },
     signal: interrupted.signal,
@@ -147,6 +157,8 @@ async function main(): Promise<void> {
 
   let idle: RssSample | undefined;
   if (config.sections.has("D")) idle = await sampleIdleMemory(ctx);
+  // First, on a mesh no other section has filled: the soak measures how figures drift over time.
+  await section("S", () => soak(ctx, smtp));
   await section("A", () => listLatency(ctx));
   await section("B", () => authenticatedRead(ctx));
   await section("C", () => bulkRegistration(ctx));

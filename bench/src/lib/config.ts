@@ -39,10 +39,18 @@ export interface BenchConfig {
   readEvents: number;
   /** R: which cases run (all by default); one case alone is for profiling a read. */
   readCases: ("insert" | "list" | "stats")[];
+  /** S: minutes of mixed load, and the requests per second offered throughout (open loop). */
+  soakMinutes: number;
+  soakRate: number;
 }
 
-export const sectionNames = ["A", "B", "C", "D", "E", "F", "G", "H", "I", "J", "R"] as const;
+export const sectionNames = ["A", "B", "C", "D", "E", "F", "G", "H", "I", "J", "R", "S"] as const;
 export type SectionName = (typeof sectionNames)[number];
+/**
+ * Sections run only when BENCH_SECTIONS names them: the soak (S) takes ten minutes by itself and
+ * wants a mesh that no other section has filled, since it measures how the figures drift.
+ */
+const optInSections: readonly SectionName[] = ["S"];
 
 function positiveInt(env: NodeJS.ProcessEnv, name: string, fallback: number, min = 1): number {
   const raw = env[name];
@@ -53,7 +61,7 @@ function positiveInt(env: NodeJS.ProcessEnv, name: string, fallback: number, min
 }
 
 function sectionsOf(raw: string | undefined): Set<SectionName> {
-  if (!raw) return new Set(sectionNames);
+  if (!raw) return new Set(sectionNames.filter((name) => !optInSections.includes(name)));
   const wanted = raw
     .split(",")
     .map((s) => s.trim().toUpperCase())
@@ -102,5 +110,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): BenchConfig {
     readPartnerships: positiveInt(env, "BENCH_READ_PARTNERSHIPS", 10_000),
     readEvents: positiveInt(env, "BENCH_READ_EVENTS", 200_000),
     readCases: readCasesOf(env.BENCH_READ_CASES),
+    soakMinutes: positiveInt(env, "BENCH_SOAK_MINUTES", 10),
+    soakRate: positiveInt(env, "BENCH_SOAK_RATE", 200),
   };
 }

@@ -20,10 +20,12 @@ export async function cpuSeconds(pid: number): Promise<number | undefined> {
 /** The processes to meter, by label; a function because the set can change (database backends). */
 export type ProcessSet = () => Promise<Record<string, number[]>>;
 
-type Snapshot = Map<string, Map<number, number>>;
+/** CPU seconds so far of each pid, by label. */
+export type CpuSnapshot = Map<string, Map<number, number>>;
 
-async function snapshot(processes: ProcessSet): Promise<Snapshot> {
-  const result: Snapshot = new Map();
+/** Every metered process's CPU seconds now; two of them give an interval's use (`cpuBetween`). */
+export async function cpuSnapshot(processes: ProcessSet): Promise<CpuSnapshot> {
+  const result: CpuSnapshot = new Map();
   for (const [label, pids] of Object.entries(await processes())) {
     const times = new Map<number, number>();
     for (const pid of pids) {
@@ -35,22 +37,26 @@ async function snapshot(processes: ProcessSet): Promise<Snapshot> {
   return result;
 }
 
-/**
- * CPU seconds each labelled group of processes used while `work` ran. A process that appeared
- * meanwhile (a new pool connection) counts in full; one that vanished meanwhile is missed.
- */
+/** CPU seconds each labelled group of processes used while `work` ran (see `cpuBetween`). */
 export async function meterCpu<T>(
   processes: ProcessSet,
   work: () => Promise<T>,
 ): Promise<{ value: T; cpuSeconds: Record<string, number> }> {
-  const before = await snapshot(processes);
+  const before = await cpuSnapshot(processes);
   const value = await work();
-  const after = await snapshot(processes);
+  return { value, cpuSeconds: cpuBetween(before, await cpuSnapshot(processes)) };
+}
+
+/**
+ * CPU seconds each labelled group used between two snapshots. A process that appeared meanwhile
+ * (a new pool connection) counts in full; one that vanished meanwhile is missed.
+ */
+export function cpuBetween(before: CpuSnapshot, after: CpuSnapshot): Record<string, number> {
   const cpu: Record<string, number> = {};
   for (const [label, times] of after) {
     let total = 0;
     for (const [pid, seconds] of times) total += seconds - (before.get(label)?.get(pid) ?? 0);
     cpu[label] = total;
   }
-  return { value, cpuSeconds: cpu };
+  return cpu;
 }

@@ -20,11 +20,13 @@ export interface RequestOptions {
  * milliseconds being compared, and one reused socket is what a single API client looks like.
  */
 export class HttpClient {
-  private readonly agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
+  private readonly agent: http.Agent;
   private readonly base: URL;
 
-  constructor(baseUrl: string) {
+  /** `maxSockets` above 1 for many clients at once (an open-loop load); requests beyond it queue. */
+  constructor(baseUrl: string, maxSockets = 1) {
     this.base = new URL(baseUrl);
+    this.agent = new http.Agent({ keepAlive: true, maxSockets });
   }
 
   request(path: string, options: RequestOptions = {}): Promise<TimedResponse> {

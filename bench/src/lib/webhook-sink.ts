@@ -21,6 +21,12 @@ export class WebhookSink {
   private server: Server | undefined;
   private port = 0;
 
+  /**
+   * `keepBodies: false` records every arrival without its body: a long run receives hundreds of
+   * thousands, and holding their bodies would grow the load generator by hundreds of MB.
+   */
+  constructor(private readonly options: { keepBodies?: boolean } = {}) {}
+
   async start(): Promise<this> {
     this.server = createServer({ keepAliveTimeout: 5000 }, (req, res) => {
       const at = Date.now();
@@ -32,7 +38,7 @@ export class WebhookSink {
           path: req.url ?? "/",
           at,
           webhookId: String(req.headers["webhook-id"] ?? ""),
-          body: Buffer.concat(chunks).toString("utf8"),
+          body: this.options.keepBodies === false ? "" : Buffer.concat(chunks).toString("utf8"),
         });
         this.waiters = this.waiters.filter((waiter) => {
           if (this.arrivals.length < waiter.count) return true;
@@ -54,7 +60,7 @@ export class WebhookSink {
     return this.arrivals.length;
   }
 
-  /** Everything received since the last reset. */
+  /** Everything received since the last reset (bodies empty when not kept). */
   received(): readonly SinkArrival[] {
     return this.arrivals;
   }
