@@ -99,9 +99,13 @@ export interface Received {
   body: string;
 }
 
-/** A receiver: records every request; answers each path's programmed statuses in turn, then 200. */
+/**
+ * A receiver: records every request; answers each path's programmed statuses in turn, then 200,
+ * after `answerAfterMs` (a slow receiver keeps attempts in flight).
+ */
 export class Sink {
   readonly received: Received[] = [];
+  constructor(private readonly answerAfterMs: () => number = () => 0) {}
   private readonly plans = new Map<string, (number | { status: number; headers: Record<string, string> })[]>();
   private server!: Server;
   port = 0;
@@ -117,7 +121,10 @@ export class Sink {
         this.received.push({ path, headers: req.headers, body });
         const next = this.plans.get(path)?.shift() ?? 200;
         const answer = typeof next === "number" ? { status: next, headers: {} } : next;
-        res.writeHead(answer.status, answer.headers).end("ok");
+        const delayMs = this.answerAfterMs();
+        const respond = () => res.writeHead(answer.status, answer.headers).end("ok");
+        if (delayMs > 0) setTimeout(respond, delayMs);
+        else respond();
       });
     });
     await new Promise<void>((resolve) => this.server.listen(0, "127.0.0.1", resolve));
@@ -182,6 +189,8 @@ export async function startHarness(
     attemptTimeoutMs?: number;
     /** Where the index of listeners follows endpoint changes (default: the test database). */
     endpointFeedUrl?: string;
+    /** Whether the RPCs accept private URLs (default false; the workers always reach private ones). */
+    rpcAllowsPrivate?: boolean;
   } = {},
 ): Promise<Harness> {
   const database: TestDatabase = await createTestDatabase();
@@ -224,7 +233,12 @@ export async function startHarness(
     ...(options.attemptTimeoutMs ? { attemptTimeoutMs: options.attemptTimeoutMs } : {}),
   });
   const transport = createRouterTransport(
-    routes({ sql, clock: clock.read, allowPrivate: false, pageTokens: new PageTokens("test-page-token-secret") }),
+    routes({
+      sql,
+      clock: clock.read,
+      allowPrivate: options.rpcAllowsPrivate ?? false,
+      pageTokens: new PageTokens("test-page-token-secret"),
+    }),
     { router: { interceptors: [errorMapping(silentLogger)] } },
   );
   const js = nats.jetstream();
