@@ -7,6 +7,7 @@ import {
   type DurableConsumer,
   ensureStream,
   errorMapping,
+  type Logger,
   migrate,
   type NatsConnection,
   PageTokens,
@@ -189,8 +190,12 @@ export async function startHarness(
     attemptTimeoutMs?: number;
     /** Where the index of listeners follows endpoint changes (default: the test database). */
     endpointFeedUrl?: string;
-    /** Whether the RPCs accept private URLs (default false; the workers always reach private ones). */
+    /** Whether the RPCs accept private URLs (default false). */
     rpcAllowsPrivate?: boolean;
+    /** Whether the workers reach private addresses (default true: the receivers are local). */
+    workersAllowPrivate?: boolean;
+    /** The workers' logger (default silent). */
+    logger?: Logger;
   } = {},
 ): Promise<Harness> {
   const database: TestDatabase = await createTestDatabase();
@@ -224,9 +229,9 @@ export async function startHarness(
   });
   const workers = startWorkers({
     sql,
-    logger: silentLogger,
+    logger: options.logger ?? silentLogger,
     clock: clock.read,
-    allowPrivate: true,
+    allowPrivate: options.workersAllowPrivate ?? true,
     mailer: options.mailer,
     concurrency: 8,
     pollMs: 50,
