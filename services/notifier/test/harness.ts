@@ -39,6 +39,8 @@ export class FakeOwners implements Owners {
   readonly partnerships = new Map<string, Partnership>();
   /** How many times the owners were asked: an event nobody listens to asks nothing. */
   calls = 0;
+  /** While set, the ledger answers only once it resolves (a slow owner). */
+  gate: Promise<void> | undefined;
 
   addPartnership(productId: string, id: string, affiliate: { email: string; name: string }): Partnership {
     const partnership = create(PartnershipSchema, {
@@ -79,6 +81,7 @@ export class FakeOwners implements Owners {
 
   async commission(_productId: string, id: string) {
     this.calls += 1;
+    await this.gate;
     const found = this.commissions.get(id);
     if (!found) throw new Error(`no commission ${id}`);
     return found;
