@@ -125,6 +125,8 @@ describe("endpoint changes racing the delivery worker", () => {
         await sleep(Math.floor(Math.random() * 30));
       }
       await deleting;
+      // Once deleted, it is gone for every call.
+      if (deleted) await call("rotate after delete", () => h.notifier.rotateWebhookSecret({ productId, webhookId }));
     };
 
     await Promise.all(Array.from({ length: 24 }, (_, n) => race(n)));
@@ -136,8 +138,8 @@ describe("endpoint changes racing the delivery worker", () => {
     expect(await failedRuns()).toBe(failedBefore);
     // The race did race: calls answered, deleted endpoints answered NOT_FOUND, attempts were made.
     expect(answered).toBeGreaterThan(100);
-    expect(notFound).toBeGreaterThan(0);
-    expect(sink.received.length).toBeGreaterThan(50);
+    expect(notFound).toBeGreaterThanOrEqual(18);
+    expect(sink.received.length).toBeGreaterThan(24);
 
     // Every delivery left: its count and last status are its attempts', its state one of the
     // three, no lease left behind, and only deliveries of endpoints that exist.
