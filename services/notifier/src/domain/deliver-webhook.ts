@@ -116,8 +116,9 @@ async function attemptDelivery(deps: DeliverDeps, job: ClaimedJob<DeliveryJob>):
     endsStreak = succeeded && (await failingSinceOf(tx, endpoint.id)) !== null;
     if (!succeeded || endsStreak) await lockEndpoint(tx, endpoint.id, "change");
   };
-  /** When the failed delivery is attempted again; null when it failed for good. */
-  // Set by the recording below (a callback: declared wide so the reads after it are not narrowed).
+  // Set by the recording below, for the log line: when the failed delivery is attempted again
+  // (null: failed for good), and whether the endpoint was disabled. Declared wide (`as`): set in
+  // a callback, so the reads after it must not be narrowed to the initial value.
   let retryAt = null as Date | null;
   let disabled = undefined as "gone" | "failing" | undefined;
   const recorded = await job.finish(
