@@ -7,6 +7,7 @@ import {
   type DurableConsumer,
   ensureStream,
   errorMapping,
+  type Logger,
   migrate,
   type NatsConnection,
   PageTokens,
@@ -38,6 +39,8 @@ export class FakeOwners implements Owners {
   readonly partnerships = new Map<string, Partnership>();
   /** How many times the owners were asked: an event nobody listens to asks nothing. */
   calls = 0;
+  /** While set, the ledger answers only once it resolves (a slow owner). */
+  gate: Promise<void> | undefined;
 
   addPartnership(productId: string, id: string, affiliate: { email: string; name: string }): Partnership {
     const partnership = create(PartnershipSchema, {
@@ -78,6 +81,7 @@ export class FakeOwners implements Owners {
 
   async commission(_productId: string, id: string) {
     this.calls += 1;
+    await this.gate;
     const found = this.commissions.get(id);
     if (!found) throw new Error(`no commission ${id}`);
     return found;
@@ -99,9 +103,13 @@ export interface Received {
   body: string;
 }
 
-/** A receiver: records every request; answers each path's programmed statuses in turn, then 200. */
+/**
+ * A receiver: records every request; answers each path's programmed statuses in turn, then 200,
+ * after `answerAfterMs` (a slow receiver keeps attempts in flight).
+ */
 export class Sink {
   readonly received: Received[] = [];
+  constructor(private readonly answerAfterMs: () => number = () => 0) {}
   private readonly plans = new Map<string, (number | { status: number; headers: Record<string, string> })[]>();
   private server!: Server;
   port = 0;
@@ -117,7 +125,10 @@ export class Sink {
         this.received.push({ path, headers: req.headers, body });
         const next = this.plans.get(path)?.shift() ?? 200;
         const answer = typeof next === "number" ? { status: next, headers: {} } : next;
-        res.writeHead(answer.status, answer.headers).end("ok");
+        const delayMs = this.answerAfterMs();
+        const respond = () => res.writeHead(answer.status, answer.headers).end("ok");
+        if (delayMs > 0) setTimeout(respond, delayMs);
+        else respond();
       });
     });
     await new Promise<void>((resolve) => this.server.listen(0, "127.0.0.1", resolve));
@@ -182,6 +193,12 @@ export async function startHarness(
     attemptTimeoutMs?: number;
     /** Where the index of listeners follows endpoint changes (default: the test database). */
     endpointFeedUrl?: string;
+    /** Whether the RPCs accept private URLs (default false). */
+    rpcAllowsPrivate?: boolean;
+    /** Whether the workers reach private addresses (default true: the receivers are local). */
+    workersAllowPrivate?: boolean;
+    /** The workers' logger (default silent). */
+    logger?: Logger;
   } = {},
 ): Promise<Harness> {
   const database: TestDatabase = await createTestDatabase();
@@ -215,16 +232,21 @@ export async function startHarness(
   });
   const workers = startWorkers({
     sql,
-    logger: silentLogger,
+    logger: options.logger ?? silentLogger,
     clock: clock.read,
-    allowPrivate: true,
+    allowPrivate: options.workersAllowPrivate ?? true,
     mailer: options.mailer,
     concurrency: 8,
     pollMs: 50,
     ...(options.attemptTimeoutMs ? { attemptTimeoutMs: options.attemptTimeoutMs } : {}),
   });
   const transport = createRouterTransport(
-    routes({ sql, clock: clock.read, allowPrivate: false, pageTokens: new PageTokens("test-page-token-secret") }),
+    routes({
+      sql,
+      clock: clock.read,
+      allowPrivate: options.rpcAllowsPrivate ?? false,
+      pageTokens: new PageTokens("test-page-token-secret"),
+    }),
     { router: { interceptors: [errorMapping(silentLogger)] } },
   );
   const js = nats.jetstream();
