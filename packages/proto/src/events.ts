@@ -9,6 +9,7 @@ import {
   CommissionRejectedSchema,
 } from "./gen/affiliate/ledger/v1/events_pb.js";
 import {
+  PartnershipCommissionOverrideChangedSchema,
   PartnershipCreatedSchema,
   PartnershipReactivatedSchema,
   PartnershipRemovedSchema,
@@ -44,6 +45,10 @@ export const partnersEvents = {
   partnershipReactivated: eventType("partners.partnership.reactivated", PartnershipReactivatedSchema),
   partnershipRemoved: eventType("partners.partnership.removed", PartnershipRemovedSchema),
   partnershipStatusChanged: eventType("partners.partnership.status_changed", PartnershipStatusChangedSchema),
+  partnershipCommissionOverrideChanged: eventType(
+    "partners.partnership.commission_override_changed",
+    PartnershipCommissionOverrideChangedSchema,
+  ),
   productKeysRotated: eventType("partners.product.keys_rotated", ProductKeysRotatedSchema),
   programUpdated: eventType("partners.program.updated", ProgramUpdatedSchema),
 } as const;
