@@ -4,6 +4,7 @@ import type { ErrorBody, NestedErrorBody, ValidationErrorBody } from "@affiliate
 import { Code, ConnectError } from "@connectrpc/connect";
 import type { FastifyError, FastifyReply, FastifyRequest } from "fastify";
 import { z } from "zod";
+import { safeParseStrict } from "./http/strict-input.js";
 
 /** Every error body the gateway sends; the nested one only for an invalid stats period. */
 export type HttpErrorBody = ErrorBody | ValidationErrorBody | NestedErrorBody;
@@ -24,12 +25,26 @@ export class HttpError extends Error {
   }
 }
 
-/** Parses `input` with `schema` or throws the spec's validation envelope. */
-export function parseOrThrow<S extends z.ZodType>(schema: S, input: unknown): z.output<S> {
-  const parsed = schema.safeParse(input);
+function dataOrThrow<T>(parsed: z.ZodSafeParseResult<T>): T {
   // flattenError lists only fields that have messages, so none of them is undefined.
   if (!parsed.success) throw HttpError.validation(z.flattenError(parsed.error) as ValidationErrorBody["details"]);
   return parsed.data;
+}
+
+/**
+ * Parses `input` with `schema` or throws the spec's validation envelope. Unknown names are not
+ * its concern: a declared route refuses them for its whole input (http/define-route.ts).
+ */
+export function parseOrThrow<S extends z.ZodType>(schema: S, input: unknown): z.output<S> {
+  return dataOrThrow(schema.safeParse(input));
+}
+
+/**
+ * parseOrThrow refusing unknown fields too, for a part of a body its route checks by itself (an
+ * event of a batch, which fails alone).
+ */
+export function parseStrictOrThrow<S extends z.ZodType>(schema: S, input: unknown): z.output<S> {
+  return dataOrThrow(safeParseStrict(schema, input));
 }
 
 /** The resources a path names by id, as their owners word an unknown one. */
@@ -51,11 +66,6 @@ export function pathParamsOrThrow<T extends Record<string, string>>(
     if (typeof id === "string" && !isCleanText(id)) throw new HttpError(404, { error: `${resource} ${id} not found` });
   }
   return parseOrThrow(schema, params);
-}
-
-/** pathParamsOrThrow for a path with one `:id`. */
-export function pathIdOrThrow(schema: z.ZodType<{ id: string }>, params: unknown, resource: PathResource): string {
-  return pathParamsOrThrow(schema, params, { id: resource }).id;
 }
 
 /** Thrown by the rate limiters; answered 429 with `retryAfterSeconds` as Retry-After. */

@@ -1,16 +1,7 @@
 import { affiliateRegistrationSchema } from "@affiliate/rest-shapes/schemas/affiliates";
 import { webhookBodies } from "@affiliate/rest-shapes/schemas/webhooks";
 import { createDocument } from "zod-openapi";
-import { opsPaths } from "./routes/ops.js";
-import { trackingPaths } from "./routes/tracking.js";
-import { affiliatesPaths } from "./routes/v1/affiliates.js";
-import { commissionsPaths } from "./routes/v1/commissions.js";
-import { customersPaths } from "./routes/v1/customers.js";
-import { payoutsPaths } from "./routes/v1/payouts.js";
-import { programPaths } from "./routes/v1/program.js";
-import { refundsPaths } from "./routes/v1/refunds.js";
-import { statsPaths } from "./routes/v1/stats.js";
-import { webhooksPaths } from "./routes/v1/webhooks.js";
+import type { RouteCatalog } from "./http/route-catalog.js";
 
 const description = `The public REST API of the affiliate platform.
 
@@ -25,70 +16,79 @@ is false. Requests are rate-limited per key (429 with Retry-After); an unreachab
 answers 503 with Retry-After, and nothing was applied; 504 means the outcome is unknown (repeat with the same
 Idempotency-Key, or read the resource). Every response carries \`x-request-id\`.`;
 
+/** `commission.created` -> `webhookCommissionCreated`: the operation id of a webhook's delivery. */
+const webhookOperationId = (type: string) =>
+  `webhook${type.replace(/(^|[._])([a-z])/g, (_match, _separator, letter: string) => letter.toUpperCase())}`;
+
 export type OpenApiDocument = ReturnType<typeof createDocument>;
 
-let document: OpenApiDocument | undefined;
+/**
+ * An object a request may carry is strict (contract section 11): the gateway refuses fields its
+ * schema does not name, so the document says `additionalProperties: false` for every request
+ * object that does not decide otherwise itself (a loose object, a record).
+ */
+function strictRequestObjects({ jsonSchema, zodSchema, io }: OverrideContext): void {
+  const def = zodSchema._zod.def as { type: string; catchall?: unknown };
+  if (io === "input" && def.type === "object" && def.catchall === undefined) jsonSchema.additionalProperties = false;
+}
+
+type OverrideContext = Parameters<NonNullable<NonNullable<Parameters<typeof createDocument>[1]>["override"]>>[0];
 
 /**
- * The OpenAPI 3.1 document, built from the same zod schemas the routes validate with, so the
- * documentation cannot drift from the code. Built once per process.
+ * The OpenAPI 3.1 document of the routes `catalog` holds: each operation is the route's own
+ * declaration (the zod schemas it validates with, its answers), so the document cannot drift
+ * from the code. Build it once every route is registered (after the app is ready).
  */
-export function openApiDocument(): OpenApiDocument {
-  document ??= createDocument({
-    openapi: "3.1.0",
-    info: { title: "Affiliate Program API", version: "1.0.0", description },
-    security: [{ apiKey: [] }],
-    tags: [
-      { name: "Tracking", description: "Clicks, signups and payments; live or sandbox" },
-      { name: "Affiliates", description: "Affiliates and their partnerships in the program" },
-      { name: "Commissions", description: "What affiliates earned, per payment and level" },
-      { name: "Refunds", description: "Refunds of tracked payments: commissions voided or scaled down" },
-      { name: "Payouts", description: "Approved commissions bundled into transfers to affiliates" },
-      { name: "Stats", description: "The program's KPIs and daily series" },
-      { name: "Program", description: "The program's settings" },
-      { name: "Webhooks", description: "Signed event notifications to the merchant's endpoints" },
-      { name: "Customers", description: "Erasure of an end-customer's personal data, and its receipts" },
-      { name: "Operations", description: "Probes and documentation; no key needed" },
-    ],
-    components: {
-      securitySchemes: {
-        apiKey: {
-          type: "apiKey",
-          in: "header",
-          name: "x-api-key",
-          description:
-            "The product's secret key (sk_live_…); POST /events also takes the test key (sk_test_…) for sandbox mode.",
-        },
-      },
-      // Bulk entries are validated one by one, so the bulk body references this schema by name.
-      schemas: { AffiliateRegistration: affiliateRegistrationSchema },
-    },
-    paths: {
-      ...trackingPaths,
-      ...affiliatesPaths,
-      ...commissionsPaths,
-      ...refundsPaths,
-      ...payoutsPaths,
-      ...statsPaths,
-      ...programPaths,
-      ...webhooksPaths,
-      ...customersPaths,
-      ...opsPaths,
-    },
-    // Every event a webhook endpoint can receive, with its body: `data` is the resource in the
-    // shape of its GET answer (the same schemas and mappers make both).
-    webhooks: Object.fromEntries(
-      Object.entries(webhookBodies).map(([type, schema]) => [
-        type,
-        {
-          post: {
-            summary: type,
-            requestBody: { required: true, content: { "application/json": { schema } } },
-            responses: { 200: { description: "Any 2xx acknowledges the delivery; anything else is retried." } },
+export function openApiDocument(catalog: RouteCatalog): OpenApiDocument {
+  return createDocument(
+    {
+      openapi: "3.1.0",
+      info: { title: "Affiliate Program API", version: "1.0.0", description },
+      // Relative: the gateway that serves this document.
+      servers: [{ url: "/", description: "The gateway serving this document" }],
+      security: [{ apiKey: [] }],
+      tags: [
+        { name: "Tracking", description: "Clicks, signups and payments; live or sandbox" },
+        { name: "Affiliates", description: "Affiliates and their partnerships in the program" },
+        { name: "Commissions", description: "What affiliates earned, per payment and level" },
+        { name: "Refunds", description: "Refunds of tracked payments: commissions voided or scaled down" },
+        { name: "Payouts", description: "Approved commissions bundled into transfers to affiliates" },
+        { name: "Stats", description: "The program's KPIs and daily series" },
+        { name: "Program", description: "The program's settings" },
+        { name: "Webhooks", description: "Signed event notifications to the merchant's endpoints" },
+        { name: "Customers", description: "Erasure of an end-customer's personal data, and its receipts" },
+        { name: "Operations", description: "Probes and documentation; no key needed" },
+      ],
+      components: {
+        securitySchemes: {
+          apiKey: {
+            type: "apiKey",
+            in: "header",
+            name: "x-api-key",
+            description:
+              "The product's secret key (sk_live_…); POST /events also takes the test key (sk_test_…) for sandbox mode.",
           },
         },
-      ]),
-    ),
-  });
-  return document;
+        // Bulk entries are validated one by one, so the bulk body references this schema by name.
+        schemas: { AffiliateRegistration: affiliateRegistrationSchema },
+      },
+      paths: catalog.paths(),
+      // Every event a webhook endpoint can receive, with its body: `data` is the resource in the
+      // shape of its GET answer (the same schemas and mappers make both).
+      webhooks: Object.fromEntries(
+        Object.entries(webhookBodies).map(([type, schema]) => [
+          type,
+          {
+            post: {
+              operationId: webhookOperationId(type),
+              summary: type,
+              requestBody: { required: true, content: { "application/json": { schema } } },
+              responses: { 200: { description: "Any 2xx acknowledges the delivery; anything else is retried." } },
+            },
+          },
+        ]),
+      ),
+    },
+    { override: strictRequestObjects },
+  );
 }

@@ -15,8 +15,9 @@ import { hashKey, type KeyCache } from "./auth/key-cache.js";
 import type { GatewayConfig } from "./config.js";
 import { errorHandler, HttpError, RateLimitedError } from "./errors.js";
 import { EventBudget } from "./event-budget.js";
+import { RouteCatalog } from "./http/route-catalog.js";
 import { maxBodyDepth, nestsDeeperThan } from "./json-depth.js";
-import { openApiDocument } from "./openapi.js";
+import { type OpenApiDocument, openApiDocument } from "./openapi.js";
 import { partnersDirectory } from "./partners-directory.js";
 import { opsRoutes, type ReadinessCheck } from "./routes/ops.js";
 import { trackingRoutes } from "./routes/tracking.js";
@@ -108,8 +109,23 @@ export function buildServer(deps: GatewayDeps): FastifyInstance {
     frameworkErrors: errorHandler,
   });
 
+  // Every route, as Fastify registers it: the API's own declarations, from which the document is
+  // written, and anything else, so a test can tell that nothing escapes them.
+  const catalog = new RouteCatalog();
+  app.decorate("routeCatalog", catalog);
+  app.addHook("onRoute", catalog.record);
+
   // Bodies are JSON only; anything else is answered 415 instead of reaching validation as text.
   app.removeContentTypeParser("text/plain");
+  // A request that carries no body but says it is JSON (a POST to an action, from a client that
+  // always sends the header) is read as `{}` (contract section 11); any other body as Fastify
+  // reads JSON, refusing prototype and constructor poisoning.
+  const parseJson = app.getDefaultJsonParser("error", "error");
+  app.removeContentTypeParser("application/json");
+  app.addContentTypeParser("application/json", { parseAs: "string" }, (request, body, done) => {
+    if (body === "") done(null, {});
+    else parseJson(request, body as string, done);
+  });
   // Every body, answers and errors alike: sums of cents are bigints, written exactly.
   app.setReplySerializer(stringifyExact);
   app.setErrorHandler(errorHandler);
@@ -141,8 +157,6 @@ export function buildServer(deps: GatewayDeps): FastifyInstance {
       "request completed",
     );
   });
-
-  app.register(opsRoutes, { ready: deps.ready, document: openApiDocument() });
 
   const { partners, ledger, payouts, privacy } = deps;
   const directory = partnersDirectory(partners, { activeCountTtlMs: deps.config.ACTIVE_AFFILIATES_CACHE_MS });
@@ -181,6 +195,10 @@ export function buildServer(deps: GatewayDeps): FastifyInstance {
     },
     { prefix: "/api/v1" },
   );
+
+  // Last: the document describes every route registered before it (and these three).
+  let document: OpenApiDocument | undefined;
+  app.register(opsRoutes, { ready: deps.ready, document: () => (document ??= openApiDocument(catalog)) });
 
   return app;
 }

@@ -8,6 +8,7 @@ import { bulkRegisterResponseSchema } from "@affiliate/rest-shapes/schemas/affil
 import { invalidPayoutActionMessage } from "@affiliate/rest-shapes/schemas/payouts";
 import { invalidPeriodMessage } from "@affiliate/rest-shapes/schemas/stats";
 import { describe, expect, it } from "vitest";
+import { declaredRoutes, pathOf, textFieldsOf } from "./support/declared-routes.js";
 import { createGateway, expectBody } from "./support/harness.js";
 
 const nul = "ab\u0000cd";
@@ -18,7 +19,7 @@ const badValues = { "U+0000": nul, "a lone high surrogate": loneHigh, "a lone lo
 type Method = "POST" | "PATCH" | "GET" | "DELETE";
 
 /** Fields with a fixed vocabulary or format: bad text fails that rule, whose message is the field's own. */
-const formatted = new Set(["status", "type", "action", "occurred_at"]);
+const formatted = new Set(["status", "type", "action", "occurred_at", "since", "until"]);
 
 /** A request with one bad body field, by route: a valid body, and which field to spoil. */
 const bodyFields: { method: Method; url: string; body: Record<string, unknown>; field: string }[] = [
@@ -67,45 +68,35 @@ const bodyFields: { method: Method; url: string; body: Record<string, unknown>; 
     field: "reference",
   },
   { method: "PATCH", url: "/api/v1/payouts/po_1", body: { action: "mark_failed", reason: "bounced" }, field: "reason" },
+  { method: "PATCH", url: "/api/v1/payouts/po_1", body: { action: "approve" }, field: "action" },
   { method: "POST", url: "/api/v1/webhooks", body: { url: "https://example.com/hooks" }, field: "url" },
   { method: "DELETE", url: "/api/v1/customers", body: { email: "c@example.com" }, field: "email" },
   { method: "PATCH", url: "/api/v1/webhooks/wh_1", body: { url: "https://example.com/hooks" }, field: "url" },
+  ...["since", "until"].map((field) => ({
+    method: "POST" as const,
+    url: "/api/v1/webhooks/wh_1/recover",
+    body: { since: "2025-01-01T00:00:00Z", until: "2025-01-02T00:00:00Z" },
+    field,
+  })),
 ];
 
-/** A list or read with one bad query parameter. */
-const queryFields: { url: string; field: string }[] = [
-  ...["status", "cursor"].map((field) => ({ url: "/api/v1/affiliates", field })),
-  ...["status", "partnership_id", "payout_id", "cursor"].map((field) => ({ url: "/api/v1/commissions", field })),
-  ...["status", "partnership_id", "cursor"].map((field) => ({ url: "/api/v1/payouts", field })),
-  { url: "/api/v1/customers/erasures", field: "email" },
-];
+const routes = await declaredRoutes();
 
-/** Every route with an id in its path, and how its owner words an unknown id. */
-const pathIds: { method: Method; url: (id: string) => string; body?: unknown; resource: string }[] = [
-  { method: "GET", url: (id) => `/api/v1/affiliates/${id}`, resource: "Affiliate" },
-  { method: "PATCH", url: (id) => `/api/v1/affiliates/${id}`, body: { status: "removed" }, resource: "Affiliate" },
-  { method: "DELETE", url: (id) => `/api/v1/affiliates/${id}`, resource: "Affiliate" },
-  { method: "GET", url: (id) => `/api/v1/commissions/${id}`, resource: "Commission" },
-  { method: "PATCH", url: (id) => `/api/v1/commissions/${id}`, body: { action: "approve" }, resource: "Commission" },
-  { method: "GET", url: (id) => `/api/v1/payouts/${id}`, resource: "Payout" },
-  { method: "PATCH", url: (id) => `/api/v1/payouts/${id}`, body: { action: "approve" }, resource: "Payout" },
-  { method: "GET", url: (id) => `/api/v1/customers/erasures/${id}`, resource: "Erasure" },
-  { method: "GET", url: (id) => `/api/v1/webhooks/${id}`, resource: "Webhook" },
-  { method: "PATCH", url: (id) => `/api/v1/webhooks/${id}`, body: { enabled: true }, resource: "Webhook" },
-  { method: "DELETE", url: (id) => `/api/v1/webhooks/${id}`, resource: "Webhook" },
-  { method: "POST", url: (id) => `/api/v1/webhooks/${id}/rotate-secret`, resource: "Webhook" },
-  { method: "POST", url: (id) => `/api/v1/webhooks/${id}/test`, resource: "Webhook" },
-  { method: "GET", url: (id) => `/api/v1/webhooks/${id}/deliveries`, resource: "Webhook" },
-  { method: "GET", url: (id) => `/api/v1/webhooks/${id}/deliveries/dlv_1`, resource: "Webhook" },
-  { method: "GET", url: (id) => `/api/v1/webhooks/wh_1/deliveries/${id}`, resource: "Delivery" },
-  { method: "POST", url: (id) => `/api/v1/webhooks/wh_1/deliveries/${id}/retry`, resource: "Delivery" },
-  {
-    method: "POST",
-    url: (id) => `/api/v1/webhooks/${id}/recover`,
-    body: { since: "2025-01-01T00:00:00Z" },
-    resource: "Webhook",
-  },
-];
+/** Every text query parameter of every route that reads its query with its schema (stats: below). */
+const queryFields = routes
+  .filter((route) => route.declaration.query !== undefined && route.declaration.parseQuery === undefined)
+  .flatMap((route) =>
+    textFieldsOf(route.declaration.query).map((field) => ({ url: pathOf(route, () => "id_1"), field })),
+  );
+
+/** Every path id of every route, and the resource its owner words an unknown one as. */
+const pathIds = routes.flatMap((route) =>
+  Object.entries(route.declaration.pathResources ?? {}).map(([param, resource]) => ({
+    method: route.method,
+    url: (id: string) => pathOf(route, (name) => (name === param ? id : "id_1")),
+    resource,
+  })),
+);
 
 /** RPCs the gateway made beyond resolving the key. */
 const rpcCount = (gateway: ReturnType<typeof createGateway>) =>
@@ -137,6 +128,23 @@ describe("bad text in a body field", () => {
       });
     }
   }
+});
+
+describe("the matrix covers every route", () => {
+  it("spoils every text field of every declared body", () => {
+    const pattern = (url: string) => new RegExp(`^${url.replace(/:[A-Za-z0-9_]+/g, "[^/]+")}$`);
+    const missing = routes.flatMap((route) =>
+      textFieldsOf(route.declaration.body)
+        .filter(
+          (field) =>
+            !bodyFields.some(
+              (entry) => entry.method === route.method && entry.field === field && pattern(route.url).test(entry.url),
+            ),
+        )
+        .map((field) => `${route.method} ${route.url} ${field}`),
+    );
+    expect(missing).toEqual([]);
+  });
 });
 
 describe("bad text in a query parameter", () => {
@@ -191,11 +199,11 @@ describe("bad text in a header the gateway reads", () => {
 });
 
 describe("bad text in a path id", () => {
-  for (const { method, url, body, resource } of pathIds) {
+  for (const { method, url, resource } of pathIds) {
     it(`${method} ${url(":id")} with U+0000: the 404 of an unknown id, no RPC`, async () => {
       const gateway = createGateway();
       const before = rpcCount(gateway);
-      const response = await gateway.call(method, url(encodeURIComponent(nul)), body === undefined ? {} : { body });
+      const response = await gateway.call(method, url(encodeURIComponent(nul)));
       expect(response.statusCode).toBe(404);
       expect(response.json()).toEqual({ error: `${resource} ${nul} not found` });
       expect(rpcCount(gateway) - before).toBe(0);
@@ -203,7 +211,7 @@ describe("bad text in a path id", () => {
 
     it(`${method} ${url(":id")} with percent-encoding that is not UTF-8: 404`, async () => {
       const gateway = createGateway();
-      const response = await gateway.call(method, url("%ED%A0%80"), body === undefined ? {} : { body });
+      const response = await gateway.call(method, url("%ED%A0%80"));
       expect(response.statusCode).toBe(404);
       expect(response.json()).toEqual({ error: "Not found" });
     });

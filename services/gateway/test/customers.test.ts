@@ -114,8 +114,10 @@ describe("erasure receipts", () => {
     expect(Object.keys(expectBody(validationErrorSchema, noEmail.json()).details.fieldErrors)).toEqual(["email"]);
   });
 
-  it("documents the three routes in the OpenAPI document", () => {
-    const paths = openApiDocument().paths ?? {};
+  it("documents the three routes in the OpenAPI document", async () => {
+    const { app } = createGateway();
+    await app.ready();
+    const paths = openApiDocument(app.routeCatalog).paths ?? {};
     expect(paths["/api/v1/customers"]?.delete?.operationId).toBe("eraseCustomer");
     expect(paths["/api/v1/customers/erasures"]?.get?.operationId).toBe("listErasures");
     expect(paths["/api/v1/customers/erasures/{id}"]?.get?.operationId).toBe("getErasure");

@@ -6,6 +6,10 @@
  * replays exactly: the seed is printed, and `FUZZ_SEED=<seed>` runs it again.
  */
 import { afterAll, beforeAll, expect, it } from "vitest";
+import type { PathResource } from "../src/errors.js";
+import type { DeclaredRoute } from "../src/http/route-catalog.js";
+import { fieldSchemasOf } from "../src/http/strict-input.js";
+import { misspelled } from "./support/declared-routes.js";
 import { type RealMesh, startRealMesh } from "./support/real-mesh.js";
 
 const requests = Number(process.env.FUZZ_REQUESTS ?? 600);
@@ -86,153 +90,86 @@ function randomSegment(): string {
   return encodeURIComponent(text);
 }
 
-interface Route {
-  method: "GET" | "POST" | "PATCH" | "DELETE";
-  path: string;
-  /** A valid body to start from (fields get spoiled); none for a route without a body. */
-  body?: () => Record<string, unknown>;
-  query?: string[];
-}
-
 /** Ids of things that exist, so some requests get past the lookups into the use cases. */
 const known = { partnership: "", commission: "", payout: "", webhook: "", delivery: "", referralCode: "", email: "" };
-const id = (kind: keyof typeof known) => () => (chance(0.6) ? known[kind] : randomSegment());
 
-const routes: (Route & { id?: () => string; deliveryId?: () => string })[] = [
-  {
-    method: "POST",
-    path: "/api/v1/affiliates",
-    body: () => ({ email: `f${int(0, 1e9)}@example.com`, name: "Fuzz", notify: false }),
-  },
-  {
-    method: "POST",
-    path: "/api/v1/affiliates/bulk",
-    body: () => ({
-      notify: false,
-      affiliates: Array.from({ length: int(1, 4) }, () =>
-        chance(0.7) ? { email: `b${int(0, 1e9)}@example.com`, name: randomText() } : randomValue(),
-      ),
-    }),
-  },
-  { method: "GET", path: "/api/v1/affiliates", query: ["status", "cursor", "limit"] },
-  { method: "GET", path: "/api/v1/affiliates/:id", id: id("partnership") },
-  { method: "PATCH", path: "/api/v1/affiliates/:id", id: id("partnership"), body: () => ({ status: "active" }) },
-  { method: "DELETE", path: "/api/v1/affiliates/:id", id: id("partnership") },
-  { method: "GET", path: "/api/v1/commissions", query: ["status", "partnership_id", "payout_id", "cursor", "limit"] },
-  { method: "GET", path: "/api/v1/commissions/:id", id: id("commission") },
-  { method: "PATCH", path: "/api/v1/commissions/:id", id: id("commission"), body: () => ({ action: "approve" }) },
-  {
-    method: "POST",
-    path: "/api/v1/refunds",
-    body: () =>
-      pick([
-        { commission_id: known.commission, refund_amount_cents: int(1, 500) },
-        { external_id: `fuzz_${int(0, 20)}`, reason: "fuzz" },
-        { email: known.email, payment_amount_cents: 10_000, idempotency_key: `k${int(0, 50)}` },
-      ]),
-  },
-  { method: "POST", path: "/api/v1/payouts/generate", body: () => ({}) },
-  { method: "GET", path: "/api/v1/payouts", query: ["status", "partnership_id", "cursor", "limit"] },
-  { method: "GET", path: "/api/v1/payouts/:id", id: id("payout") },
-  {
-    method: "PATCH",
-    path: "/api/v1/payouts/:id",
-    id: id("payout"),
-    body: () => ({ action: pick(["approve", "reject", "mark_paid", "mark_failed"]), reference: "tr_1" }),
-  },
-  { method: "GET", path: "/api/v1/stats", query: ["period"] },
-  { method: "GET", path: "/api/v1/stats/timeseries", query: ["period"] },
-  {
-    method: "POST",
-    path: "/api/v1/webhooks",
-    body: () => ({ url: "https://example.com/hooks", events: ["payout.created"] }),
-  },
-  { method: "GET", path: "/api/v1/webhooks" },
-  { method: "GET", path: "/api/v1/webhooks/:id", id: id("webhook") },
-  { method: "PATCH", path: "/api/v1/webhooks/:id", id: id("webhook"), body: () => ({ enabled: true }) },
-  { method: "DELETE", path: "/api/v1/webhooks/:id", id: id("webhook") },
-  { method: "POST", path: "/api/v1/webhooks/:id/rotate-secret", id: id("webhook") },
-  { method: "POST", path: "/api/v1/webhooks/:id/test", id: id("webhook") },
-  { method: "GET", path: "/api/v1/webhooks/:id/deliveries", id: id("webhook"), query: ["cursor", "limit"] },
-  {
-    method: "GET",
-    path: "/api/v1/webhooks/:id/deliveries/:delivery_id",
-    id: id("webhook"),
-    deliveryId: id("delivery"),
-  },
-  {
-    method: "POST",
-    path: "/api/v1/webhooks/:id/deliveries/:delivery_id/retry",
-    id: id("webhook"),
-    deliveryId: id("delivery"),
-  },
-  {
-    method: "POST",
-    path: "/api/v1/webhooks/:id/recover",
-    id: id("webhook"),
-    body: () => ({ since: new Date(Date.now() - 86_400_000).toISOString() }),
-  },
-  { method: "DELETE", path: "/api/v1/customers", body: () => ({ email: known.email }) },
-  { method: "GET", path: "/api/v1/customers/erasures", query: ["email"] },
-  { method: "GET", path: "/api/v1/customers/erasures/:id", id: () => (chance(0.5) ? "ers_1" : randomSegment()) },
-  { method: "GET", path: "/api/v1/program" },
-  { method: "PATCH", path: "/api/v1/program", body: () => ({ hold_days: int(0, 30) }) },
-  {
-    method: "POST",
-    path: "/events",
-    body: () =>
-      pick([
-        { type: "click", referral_code: known.referralCode, visitor_id: `v${int(0, 99)}` },
-        { type: "signup", customer_email: known.email, ip: "192.0.2.1", user_agent: "fuzz" },
-        {
-          type: "payment",
-          referral_code: known.referralCode,
-          amount_cents: int(1, 100_000),
-          external_id: `fuzz_${int(0, 20)}`,
-          customer_email: known.email,
-          provider_customer_id: "cus_1",
-        },
-      ]),
-  },
-];
+/** Which known id a path id of each resource is. */
+const knownIdOf: Record<PathResource, () => string> = {
+  Affiliate: () => known.partnership,
+  Commission: () => known.commission,
+  Payout: () => known.payout,
+  Webhook: () => known.webhook,
+  Delivery: () => known.delivery,
+  Erasure: () => "ers_1",
+};
 
-/** Field names any route might read, for spoiling fields a body does not have yet. */
-const fieldNames = [
-  "email",
-  "name",
-  "referralCode",
-  "sponsorReferralCode",
-  "notify",
-  "affiliates",
-  "status",
-  "action",
-  "reason",
-  "reference",
-  "commission_id",
-  "external_id",
-  "payment_amount_cents",
-  "refund_amount_cents",
-  "idempotency_key",
-  "type",
-  "referral_code",
-  "visitor_id",
-  "customer_email",
-  "provider_customer_id",
-  "amount_cents",
-  "occurred_at",
-  "ip",
-  "user_agent",
-  "hold_days",
-  "commission_rate_bps",
-  "payout_minimum_cents",
-  "auto_approve",
-  "__proto__",
-  "url",
-  "events",
-  "enabled",
-  "since",
-  "until",
-];
+function trackingEvents(): Record<string, unknown>[] {
+  return [
+    { type: "click", referral_code: known.referralCode, visitor_id: `v${int(0, 99)}` },
+    { type: "signup", customer_email: known.email, ip: "192.0.2.1", user_agent: "fuzz" },
+    {
+      type: "payment",
+      referral_code: known.referralCode,
+      amount_cents: int(1, 100_000),
+      external_id: `fuzz_${int(0, 20)}`,
+      customer_email: known.email,
+      provider_customer_id: "cus_1",
+    },
+  ];
+}
+
+/**
+ * A valid body to start from (its fields then get spoiled), by operation. A route with a body
+ * not listed here starts from `{}`: every declared route is fuzzed whether or not it is here.
+ */
+const startingBodies: Record<string, () => unknown> = {
+  registerAffiliate: () => ({ email: `f${int(0, 1e9)}@example.com`, name: "Fuzz", notify: false }),
+  bulkRegisterAffiliates: () => ({
+    notify: false,
+    affiliates: Array.from({ length: int(1, 4) }, () =>
+      chance(0.7) ? { email: `b${int(0, 1e9)}@example.com`, name: randomText() } : randomValue(),
+    ),
+  }),
+  updateAffiliateStatus: () => ({ status: "active" }),
+  updateCommission: () => ({ action: "approve" }),
+  createRefund: () =>
+    pick([
+      { commission_id: known.commission, refund_amount_cents: int(1, 500) },
+      { external_id: `fuzz_${int(0, 20)}`, reason: "fuzz" },
+      { email: known.email, payment_amount_cents: 10_000, idempotency_key: `k${int(0, 50)}` },
+    ]),
+  updatePayout: () => ({ action: pick(["approve", "reject", "mark_paid", "mark_failed"]), reference: "tr_1" }),
+  createWebhook: () => ({ url: "https://example.com/hooks", events: ["payout.created"] }),
+  updateWebhook: () => ({ enabled: true }),
+  recoverDeliveries: () => ({ since: new Date(Date.now() - 86_400_000).toISOString() }),
+  eraseCustomer: () => ({ email: known.email }),
+  updateProgram: () => ({ hold_days: int(0, 30) }),
+  trackEvent: () => pick(trackingEvents()),
+  trackEventBatch: () => ({ events: Array.from({ length: int(1, 5) }, () => pick(trackingEvents())) }),
+};
+
+/** A declared route as the fuzz sends to it. */
+interface Route {
+  method: DeclaredRoute["method"];
+  url: string;
+  pathResources: Partial<Record<string, PathResource>>;
+  query: string[];
+  body?: () => unknown;
+}
+
+let routes: Route[] = [];
+/** Every name some body reads, and the same names misspelled: spoiled fields and strictness alike. */
+let fieldNames: string[] = [];
+
+function fuzzedRoutes(declared: DeclaredRoute[]): Route[] {
+  return declared.map(({ method, url, declaration }) => ({
+    method,
+    url,
+    pathResources: declaration.pathResources ?? {},
+    query: Object.keys(fieldSchemasOf(declaration.query)),
+    ...(method !== "GET" ? { body: startingBodies[declaration.operationId] ?? (() => ({})) } : {}),
+  }));
+}
 
 interface FuzzRequest {
   method: Route["method"];
@@ -243,10 +180,12 @@ interface FuzzRequest {
 
 function fuzzRequest(): FuzzRequest {
   const route = pick(routes);
-  let path = route.path;
-  if (route.id) path = path.replace(":id", route.id() || randomSegment());
-  if (route.deliveryId) path = path.replace(":delivery_id", route.deliveryId() || randomSegment());
-  const query = (route.query ?? [])
+  const path = route.url.replace(/:([A-Za-z0-9_]+)/g, (_match, param: string) => {
+    const resource = route.pathResources[param];
+    const id = resource && chance(0.6) ? knownIdOf[resource]() : "";
+    return id || randomSegment();
+  });
+  const query = route.query
     .filter(() => chance(0.5))
     .map(
       (name) =>
@@ -279,6 +218,12 @@ let mesh: RealMesh;
 let key = "";
 beforeAll(async () => {
   mesh = await startRealMesh();
+  // The routes are the gateway's own declarations: a route that exists is fuzzed.
+  await mesh.app.ready();
+  const declared = mesh.app.routeCatalog.declared();
+  routes = fuzzedRoutes(declared);
+  const bodyFields = declared.flatMap((route) => Object.keys(fieldSchemasOf(route.declaration.body)));
+  fieldNames = [...new Set([...bodyFields, ...bodyFields.map(misspelled), "__proto__"])];
   ({ key } = await mesh.newProduct());
   // Something to find: an affiliate with a paid, refundable commission and a payout.
   await mesh.call(key, "PATCH", "/api/v1/program", { body: { hold_days: 0 } });

@@ -1,5 +1,5 @@
 import { createRpcTransport, DomainError, toConnectError } from "@affiliate/platform";
-import { errorSchema } from "@affiliate/rest-shapes/schemas/common";
+import { errorSchema, validationErrorSchema } from "@affiliate/rest-shapes/schemas/common";
 import { Code, ConnectError } from "@connectrpc/connect";
 import { describe, expect, it } from "vitest";
 import type { PartnershipStatsSource } from "../src/stats-source.js";
@@ -18,14 +18,21 @@ describe("request errors", () => {
     expect(fake.callsOf("registerAffiliate")).toBe(0);
   });
 
-  it("answers 400 { error } for an empty JSON body", async () => {
-    const { call } = createGateway();
-    const response = await call("POST", "/api/v1/affiliates", {
+  it("reads a JSON request without a body as {} (contract section 11)", async () => {
+    const { call, payouts } = createGateway();
+    const generated = await call("POST", "/api/v1/payouts/generate", {
       payload: "",
       headers: { "content-type": "application/json" },
     });
-    expect(response.statusCode).toBe(400);
-    expect(expectBody(errorSchema, response.json()).error).toMatch(/empty/);
+    expect(generated.statusCode).toBe(200);
+    expect(payouts.callsOf("generatePayouts")).toBe(1);
+    // A route that needs fields says which, as for `{}`.
+    const registration = await call("POST", "/api/v1/affiliates", {
+      payload: "",
+      headers: { "content-type": "application/json" },
+    });
+    expect(registration.statusCode).toBe(400);
+    expect(Object.keys(expectBody(validationErrorSchema, registration.json()).details.fieldErrors)).toEqual(["email"]);
   });
 
   it("answers 413 { error } for a body over 1 MiB", async () => {

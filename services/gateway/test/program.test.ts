@@ -83,13 +83,23 @@ describe("PATCH /api/v1/program", () => {
   it.each([
     ["currency (read-only)", { currency: "eur" }, "currency"],
     ["product_id (read-only)", { product_id: "prd_x", hold_days: 3 }, "product_id"],
-    ["an unknown field", { commission_rate: 10 }, "commission_rate"],
   ])("answers 400 formErrors for %s", async (_case, body, field) => {
     const { call, fake } = createGateway();
     const response = await call("PATCH", "/api/v1/program", { body });
     expect(response.statusCode).toBe(400);
     expect(expectBody(validationErrorSchema, response.json()).details).toEqual({
       formErrors: [`Unknown or read-only fields: ${field}`],
+      fieldErrors: {},
+    });
+    expect(fake.callsOf("updateProgram")).toBe(0);
+  });
+
+  it("answers 400 naming an unknown field and the writable one it resembles", async () => {
+    const { call, fake } = createGateway();
+    const response = await call("PATCH", "/api/v1/program", { body: { commission_rate: 10 } });
+    expect(response.statusCode).toBe(400);
+    expect(expectBody(validationErrorSchema, response.json()).details).toEqual({
+      formErrors: ["Unknown field commission_rate; did you mean commission_rate_bps?"],
       fieldErrors: {},
     });
     expect(fake.callsOf("updateProgram")).toBe(0);

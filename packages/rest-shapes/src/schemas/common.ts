@@ -59,6 +59,9 @@ export const validationErrorSchema = z
   })
   .meta({ id: "ValidationError" });
 
+/** A 400 of a route with a body: the envelope, or `{ error }` for a body that is not JSON. */
+export const badRequestSchema = z.union([validationErrorSchema, errorSchema]);
+
 /**
  * The one exception to the envelope (spec sections 4.5 and 7): an invalid `period` on the stats
  * endpoints answers its error nested under `data`.
@@ -122,11 +125,12 @@ export const paginationSchema = z
   })
   .meta({ id: "Pagination" });
 
-const retryAfter = z.object({
+/** The Retry-After header of a 429 or a 503. */
+export const retryAfterHeader = z.object({
   "Retry-After": z.string().meta({ description: "Seconds to wait before retrying.", example: "1" }),
 });
 
-function errorResponse(description: string, headers?: typeof retryAfter): ZodOpenApiResponseObject {
+function errorResponse(description: string, headers?: typeof retryAfterHeader): ZodOpenApiResponseObject {
   return {
     description,
     content: { "application/json": { schema: errorSchema } },
@@ -136,7 +140,6 @@ function errorResponse(description: string, headers?: typeof retryAfter): ZodOpe
 
 /** Error responses shared by the documented operations, by status. */
 export const errorResponses = {
-  400: errorResponse("Malformed JSON or an invalid request for the resource's state"),
   validation: {
     description: "Validation failed",
     content: { "application/json": { schema: validationErrorSchema } },
@@ -144,18 +147,17 @@ export const errorResponses = {
   /** For operations with a JSON body: the envelope, or `{ error }` for a body that is not JSON. */
   badRequest: {
     description: "Validation failed, or the body is not valid JSON",
-    content: { "application/json": { schema: z.union([validationErrorSchema, errorSchema]) } },
+    content: { "application/json": { schema: badRequestSchema } },
   } satisfies ZodOpenApiResponseObject,
   401: errorResponse("Missing x-api-key header, invalid key format, or an invalid or revoked key"),
   403: errorResponse("A test-mode key (sk_test_) was sent to the management API"),
   404: errorResponse("Not found in this product"),
-  409: errorResponse("Conflicts with the current state"),
   413: errorResponse("Request body over 1 MiB"),
   415: errorResponse("Content type other than application/json"),
-  429: errorResponse("Rate limit exceeded for this key", retryAfter),
+  429: errorResponse("Rate limit exceeded for this key", retryAfterHeader),
   503: errorResponse(
     "A service behind the gateway cannot be reached or could not apply the request in time; nothing was applied, retry later",
-    retryAfter,
+    retryAfterHeader,
   ),
   504: errorResponse(
     "The outcome is unknown (the connection to a service was lost after the request left): repeat with the same Idempotency-Key, or read the resource, before retrying",

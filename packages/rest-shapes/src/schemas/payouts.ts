@@ -55,7 +55,7 @@ export const listPayoutsQuerySchema = z.object({
 });
 
 /** POST /api/v1/payouts/generate takes no fields: no body, or an empty object. */
-export const generatePayoutsBodySchema = z.strictObject({}).optional().meta({ id: "GeneratePayoutsRequest" });
+export const generatePayoutsBodySchema = z.object({}).optional().meta({ id: "GeneratePayoutsRequest" });
 
 const note = (what: string) => text({ max: 500 }).optional().meta({ description: what });
 

@@ -23,22 +23,32 @@ export const programSchema = z
 
 const writable = programSchema.shape;
 
-/** Any subset of the writable fields; an unknown or read-only field is a validation error. */
+/** The settings a PATCH may not change. */
+const readOnlyFields = ["product_id", "name", "currency"] as const;
+
+/**
+ * Any subset of the writable fields. A read-only field is known (so a typo of it is not
+ * suggested as another field) but refused as a whole-request error; any other field the gateway
+ * refuses as unknown, naming the writable field it resembles.
+ */
 export const updateProgramBodySchema = z
-  .strictObject(
-    {
-      commission_rate_bps: writable.commission_rate_bps.optional(),
-      tier2_rate_bps: writable.tier2_rate_bps.optional(),
-      hold_days: writable.hold_days.optional(),
-      payout_minimum_cents: writable.payout_minimum_cents.optional(),
-      attribution_window_days: writable.attribution_window_days.optional(),
-      auto_approve: writable.auto_approve.optional(),
-    },
-    {
-      error: (issue) =>
-        issue.code === "unrecognized_keys" ? `Unknown or read-only fields: ${issue.keys.join(", ")}` : undefined,
-    },
-  )
+  .object({
+    commission_rate_bps: writable.commission_rate_bps.optional(),
+    tier2_rate_bps: writable.tier2_rate_bps.optional(),
+    hold_days: writable.hold_days.optional(),
+    payout_minimum_cents: writable.payout_minimum_cents.optional(),
+    attribution_window_days: writable.attribution_window_days.optional(),
+    auto_approve: writable.auto_approve.optional(),
+    ...Object.fromEntries(
+      readOnlyFields.map((field) => [field, z.unknown().optional().meta({ description: "Read-only: refused." })]),
+    ),
+  })
+  .superRefine((body, context) => {
+    const given = readOnlyFields.filter((field) => (body as Record<string, unknown>)[field] !== undefined);
+    if (given.length > 0) {
+      context.addIssue({ code: "custom", path: [], message: `Unknown or read-only fields: ${given.join(", ")}` });
+    }
+  })
   .meta({ id: "UpdateProgramRequest" });
 
 export const programResponseSchema = z.object({ data: programSchema });

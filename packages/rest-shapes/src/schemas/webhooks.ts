@@ -29,7 +29,7 @@ const urlSchema = text({ min: 1, max: 2048 }).meta({
 });
 
 export const createWebhookBodySchema = z
-  .strictObject({
+  .object({
     url: urlSchema,
     events: z
       .array(webhookEventTypeSchema)
@@ -41,7 +41,7 @@ export const createWebhookBodySchema = z
   .meta({ id: "CreateWebhookRequest" });
 
 export const updateWebhookBodySchema = z
-  .strictObject({
+  .object({
     url: urlSchema.optional(),
     events: z.array(webhookEventTypeSchema).min(1).max(webhookEventTypes.length).optional(),
     enabled: z.boolean().optional().meta({ description: "false disables (reason merchant); true enables again." }),
@@ -49,7 +49,7 @@ export const updateWebhookBodySchema = z
   .meta({ id: "UpdateWebhookRequest" });
 
 export const recoverBodySchema = z
-  .strictObject({
+  .object({
     since: z.iso.datetime({ offset: true }).meta({ description: "Failed deliveries created at or after this time." }),
     until: z.iso
       .datetime({ offset: true })

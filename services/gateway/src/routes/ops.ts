@@ -1,12 +1,12 @@
 import { Health, HealthCheckResponse_ServingStatus } from "@affiliate/proto/health";
-import { errorSchema } from "@affiliate/rest-shapes/schemas/common";
+import { errorSchema, retryAfterHeader } from "@affiliate/rest-shapes/schemas/common";
 import { createClient, type Transport } from "@connectrpc/connect";
 import swagger, { type StaticDocumentSpec } from "@fastify/swagger";
 import swaggerUi from "@fastify/swagger-ui";
 import type { FastifyInstance } from "fastify";
 import { z } from "zod";
-import type { ZodOpenApiPathsObject } from "zod-openapi";
 import { unavailableRetryAfterSeconds } from "../errors.js";
+import { defineRoute } from "../http/define-route.js";
 import type { OpenApiDocument } from "../openapi.js";
 
 /** Whether one service is ready to serve. */
@@ -56,64 +56,72 @@ export function gatewayReadiness(
 
 export interface OpsRouteDeps {
   ready: ReadinessCheck;
-  document: OpenApiDocument;
+  /** The document of every route; asked once the app is ready, when every route is registered. */
+  document: () => OpenApiDocument;
 }
 
-/** Probes and documentation: no key, no rate limit. */
-export async function opsRoutes(app: FastifyInstance, { ready, document }: OpsRouteDeps) {
-  app.get("/healthz", async () => ({ status: "ok" }));
+const tags: [string] = ["Operations"];
 
-  app.get("/readyz", async (_request, reply) => {
-    const notReady = await ready();
-    if (notReady.length === 0) return { status: "ready" };
-    return reply
-      .code(503)
-      .header("retry-after", String(unavailableRetryAfterSeconds))
-      .send({ error: `Not ready: ${notReady.join(", ")}` });
+/**
+ * Probes and documentation: no key, no rate limit. They take no input, and are not strict about
+ * a query: a probe or a monitor that adds a cache-busting parameter must not read as "down".
+ */
+export async function opsRoutes(app: FastifyInstance, { ready, document }: OpsRouteDeps) {
+  defineRoute(app, {
+    method: "GET",
+    url: "/healthz",
+    operationId: "healthz",
+    tags,
+    summary: "The process is alive",
+    access: "public",
+    strict: false,
+    answers: { 200: { description: "Alive", schema: z.object({ status: z.literal("ok") }) } },
+    handler: async () => ({ status: "ok" }),
   });
 
-  app.get("/api/v1/openapi.json", async () => document);
+  defineRoute(app, {
+    method: "GET",
+    url: "/readyz",
+    operationId: "readyz",
+    tags,
+    summary: "The gateway and every service it calls are ready",
+    access: "public",
+    strict: false,
+    answers: {
+      200: { description: "Ready", schema: z.object({ status: z.literal("ready") }) },
+      503: {
+        description: "A service behind the gateway is not ready; the error names it",
+        schema: errorSchema,
+        headers: retryAfterHeader,
+      },
+    },
+    handler: async ({ reply }) => {
+      const notReady = await ready();
+      if (notReady.length === 0) return { status: "ready" };
+      return reply
+        .code(503)
+        .header("retry-after", String(unavailableRetryAfterSeconds))
+        .send({ error: `Not ready: ${notReady.join(", ")}` });
+    },
+  });
 
-  // Static mode: the document is the one built from the routes' zod schemas, not Fastify's.
+  defineRoute(app, {
+    method: "GET",
+    url: "/api/v1/openapi.json",
+    operationId: "openapi",
+    tags,
+    summary: "This document (OpenAPI 3.1)",
+    access: "public",
+    strict: false,
+    answers: { 200: { description: "The OpenAPI document", schema: z.record(z.string(), z.unknown()) } },
+    handler: async () => document(),
+  });
+
+  // Static mode: the document is the one built from the route declarations, not Fastify's.
   await app.register(swagger, {
     mode: "static",
     // The plugin's types predate OpenAPI 3.1; it serves the object as given.
-    specification: { document: document as unknown as StaticDocumentSpec["document"] },
+    specification: { document: document() as unknown as StaticDocumentSpec["document"] },
   });
   await app.register(swaggerUi, { routePrefix: "/docs" });
 }
-
-const json = <S>(schema: S) => ({ content: { "application/json": { schema } } });
-
-export const opsPaths: ZodOpenApiPathsObject = {
-  "/healthz": {
-    get: {
-      operationId: "healthz",
-      tags: ["Operations"],
-      summary: "The process is alive",
-      security: [],
-      responses: { 200: { description: "Alive", ...json(z.object({ status: z.literal("ok") })) } },
-    },
-  },
-  "/readyz": {
-    get: {
-      operationId: "readyz",
-      tags: ["Operations"],
-      summary: "The gateway and every service it calls are ready",
-      security: [],
-      responses: {
-        200: { description: "Ready", ...json(z.object({ status: z.literal("ready") })) },
-        503: { description: "A service behind the gateway is not ready; the error names it", ...json(errorSchema) },
-      },
-    },
-  },
-  "/api/v1/openapi.json": {
-    get: {
-      operationId: "openapi",
-      tags: ["Operations"],
-      summary: "This document (OpenAPI 3.1)",
-      security: [],
-      responses: { 200: { description: "The OpenAPI document", ...json(z.record(z.string(), z.unknown())) } },
-    },
-  },
-};

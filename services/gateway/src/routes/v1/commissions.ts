@@ -1,5 +1,5 @@
 import { type Commission, CommissionAction, CommissionStatus, type LedgerService } from "@affiliate/proto/ledger";
-import { commissionOf, commissionStatusValue, toPublicCommission } from "@affiliate/rest-shapes/mappers";
+import { commissionOf, commissionStatusValue, toPage, toPublicCommission } from "@affiliate/rest-shapes/mappers";
 import {
   commissionIdParamsSchema,
   commissionListResponseSchema,
@@ -8,17 +8,17 @@ import {
   type PublicCommission,
   updateCommissionBodySchema,
 } from "@affiliate/rest-shapes/schemas/commissions";
-import { authenticatedErrors, bodyErrors, errorResponses } from "@affiliate/rest-shapes/schemas/common";
 import type { Client } from "@connectrpc/connect";
 import type { FastifyInstance } from "fastify";
-import type { ZodOpenApiPathsObject } from "zod-openapi";
-import { parseOrThrow, pathIdOrThrow } from "../../errors.js";
+import { defineRoute } from "../../http/define-route.js";
 import type { PartnersDirectory } from "../../partners-directory.js";
 
 export interface CommissionsRouteDeps {
   ledger: Client<typeof LedgerService>;
   directory: PartnersDirectory;
 }
+
+const tags: [string] = ["Commissions"];
 
 const actionValues = { approve: CommissionAction.APPROVE, reject: CommissionAction.REJECT } as const;
 
@@ -40,89 +40,75 @@ export async function commissionsRoutes(app: FastifyInstance, { ledger, director
     return { data: toPublicCommission(commission, partnerships.get(commission.partnershipId)) };
   };
 
-  app.get("/commissions", async (request) => {
-    const query = parseOrThrow(listCommissionsQuerySchema, request.query);
-    const page = await ledger.listCommissions({
-      productId: request.productId,
-      status: query.status ? commissionStatusValue(query.status) : CommissionStatus.UNSPECIFIED,
-      partnershipId: query.partnership_id,
-      payoutId: query.payout_id,
-      pageSize: query.limit,
-      pageToken: query.cursor ?? "",
-    });
-    return {
-      data: await compose(request.productId, page.commissions),
-      pagination: { next_cursor: page.nextPageToken || null, has_more: page.nextPageToken !== "" },
-    };
+  defineRoute(app, {
+    method: "GET",
+    url: "/commissions",
+    operationId: "listCommissions",
+    tags,
+    summary: "List commissions, newest first",
+    access: "management",
+    query: listCommissionsQuerySchema,
+    answers: {
+      200: { description: "One page", schema: commissionListResponseSchema },
+      400: { description: "Bad status, limit outside 1-100, a cursor not issued, or an unknown query parameter" },
+    },
+    handler: async ({ query, request }) => {
+      const page = await ledger.listCommissions({
+        productId: request.productId,
+        status: query.status ? commissionStatusValue(query.status) : CommissionStatus.UNSPECIFIED,
+        partnershipId: query.partnership_id,
+        payoutId: query.payout_id,
+        pageSize: query.limit,
+        pageToken: query.cursor ?? "",
+      });
+      return toPage(await compose(request.productId, page.commissions), page.nextPageToken);
+    },
   });
 
-  app.get("/commissions/:id", async (request) => {
-    const id = pathIdOrThrow(commissionIdParamsSchema, request.params, "Commission");
-    const productId = request.productId;
-    return one(productId, commissionOf(await ledger.getCommission({ productId, commissionId: id })));
+  defineRoute(app, {
+    method: "GET",
+    url: "/commissions/:id",
+    operationId: "getCommission",
+    tags,
+    summary: "Read one commission, with its payout link and tier data",
+    access: "management",
+    params: commissionIdParamsSchema,
+    pathResources: { id: "Commission" },
+    answers: { 200: { description: "The commission", schema: commissionResponseSchema } },
+    handler: async ({ params, request }) => {
+      const productId = request.productId;
+      return one(productId, commissionOf(await ledger.getCommission({ productId, commissionId: params.id })));
+    },
   });
 
-  app.patch("/commissions/:id", async (request) => {
-    const id = pathIdOrThrow(commissionIdParamsSchema, request.params, "Commission");
-    const { action, reason } = parseOrThrow(updateCommissionBodySchema, request.body);
-    const productId = request.productId;
-    const response = await ledger.updateCommission({
-      productId,
-      commissionId: id,
-      action: actionValues[action],
-      reason,
-    });
-    return one(productId, commissionOf(response));
+  defineRoute(app, {
+    method: "PATCH",
+    url: "/commissions/:id",
+    operationId: "updateCommission",
+    tags,
+    summary: "Approve or reject a commission",
+    description:
+      "approve: pending -> approved (ends the hold early). reject: pending, or approved without a payout, -> rejected, together with its level-2 child. Anything else is 400 { error }.",
+    access: "management",
+    params: commissionIdParamsSchema,
+    pathResources: { id: "Commission" },
+    body: updateCommissionBodySchema,
+    answers: {
+      200: { description: "The commission after the change", schema: commissionResponseSchema },
+      400: {
+        description:
+          "Validation failed, malformed JSON, or an action the commission's state does not allow ({ error })",
+      },
+    },
+    handler: async ({ params, body, request }) => {
+      const productId = request.productId;
+      const response = await ledger.updateCommission({
+        productId,
+        commissionId: params.id,
+        action: actionValues[body.action],
+        reason: body.reason,
+      });
+      return one(productId, commissionOf(response));
+    },
   });
 }
-
-const json = <S>(schema: S) => ({ content: { "application/json": { schema } } });
-
-export const commissionsPaths: ZodOpenApiPathsObject = {
-  "/api/v1/commissions": {
-    get: {
-      operationId: "listCommissions",
-      tags: ["Commissions"],
-      summary: "List commissions, newest first",
-      requestParams: { query: listCommissionsQuerySchema },
-      responses: {
-        200: { description: "One page", ...json(commissionListResponseSchema) },
-        400: { ...errorResponses.validation, description: "Bad status, limit outside 1-100, or a cursor not issued" },
-        ...authenticatedErrors,
-      },
-    },
-  },
-  "/api/v1/commissions/{id}": {
-    get: {
-      operationId: "getCommission",
-      tags: ["Commissions"],
-      summary: "Read one commission, with its payout link and tier data",
-      requestParams: { path: commissionIdParamsSchema },
-      responses: {
-        200: { description: "The commission", ...json(commissionResponseSchema) },
-        404: errorResponses[404],
-        ...authenticatedErrors,
-      },
-    },
-    patch: {
-      operationId: "updateCommission",
-      tags: ["Commissions"],
-      summary: "Approve or reject a commission",
-      description:
-        "approve: pending -> approved (ends the hold early). reject: pending, or approved without a payout, -> rejected, together with its level-2 child. Anything else is 400 { error }.",
-      requestParams: { path: commissionIdParamsSchema },
-      requestBody: { required: true, ...json(updateCommissionBodySchema) },
-      responses: {
-        200: { description: "The commission after the change", ...json(commissionResponseSchema) },
-        400: {
-          ...errorResponses.badRequest,
-          description:
-            "Validation failed, malformed JSON, or an action the commission's state does not allow ({ error })",
-        },
-        404: errorResponses[404],
-        ...authenticatedErrors,
-        ...bodyErrors,
-      },
-    },
-  },
-};

@@ -1,11 +1,9 @@
 import type { PartnersService, Program } from "@affiliate/proto/partners";
 import { ContractViolation, toPublicProgram } from "@affiliate/rest-shapes/mappers";
-import { authenticatedErrors, bodyErrors, errorResponses } from "@affiliate/rest-shapes/schemas/common";
 import { programResponseSchema, updateProgramBodySchema } from "@affiliate/rest-shapes/schemas/program";
 import type { Client } from "@connectrpc/connect";
 import type { FastifyInstance } from "fastify";
-import type { ZodOpenApiPathsObject } from "zod-openapi";
-import { parseOrThrow } from "../../errors.js";
+import { defineRoute } from "../../http/define-route.js";
 
 export interface ProgramRouteDeps {
   partners: Client<typeof PartnersService>;
@@ -16,60 +14,47 @@ function programOf(response: { program?: Program }) {
   return toPublicProgram(response.program);
 }
 
+const tags: [string] = ["Program"];
+
 /** The key's product's program settings (contract section 3). */
 export async function programRoutes(app: FastifyInstance, { partners }: ProgramRouteDeps) {
-  app.get("/program", async (request) => ({
-    data: programOf(await partners.getProgram({ productId: request.productId })),
-  }));
+  defineRoute(app, {
+    method: "GET",
+    url: "/program",
+    operationId: "getProgram",
+    tags,
+    summary: "Read the program settings",
+    access: "management",
+    answers: { 200: { description: "The settings", schema: programResponseSchema } },
+    handler: async ({ request }) => ({ data: programOf(await partners.getProgram({ productId: request.productId })) }),
+  });
 
-  app.patch("/program", async (request) => {
-    const changes = parseOrThrow(updateProgramBodySchema, request.body);
-    const productId = request.productId;
-    // Nothing to change is a read: no write, no event.
-    if (Object.keys(changes).length === 0) return { data: programOf(await partners.getProgram({ productId })) };
-    const response = await partners.updateProgram({
-      productId,
-      commissionRateBps: changes.commission_rate_bps,
-      tier2RateBps: changes.tier2_rate_bps,
-      holdDays: changes.hold_days,
-      payoutMinimumCents: changes.payout_minimum_cents === undefined ? undefined : BigInt(changes.payout_minimum_cents),
-      attributionWindowDays: changes.attribution_window_days,
-      autoApprove: changes.auto_approve,
-    });
-    return { data: programOf(response) };
+  defineRoute(app, {
+    method: "PATCH",
+    url: "/program",
+    operationId: "updateProgram",
+    tags,
+    summary: "Change any subset of the writable settings",
+    description:
+      "Changes apply to commissions created afterwards. An empty object changes nothing and returns the settings. product_id, name and currency are read-only.",
+    access: "management",
+    body: updateProgramBodySchema,
+    answers: { 200: { description: "The settings after the change", schema: programResponseSchema } },
+    handler: async ({ body: changes, request }) => {
+      const productId = request.productId;
+      // Nothing to change is a read: no write, no event.
+      if (Object.keys(changes).length === 0) return { data: programOf(await partners.getProgram({ productId })) };
+      const response = await partners.updateProgram({
+        productId,
+        commissionRateBps: changes.commission_rate_bps,
+        tier2RateBps: changes.tier2_rate_bps,
+        holdDays: changes.hold_days,
+        payoutMinimumCents:
+          changes.payout_minimum_cents === undefined ? undefined : BigInt(changes.payout_minimum_cents),
+        attributionWindowDays: changes.attribution_window_days,
+        autoApprove: changes.auto_approve,
+      });
+      return { data: programOf(response) };
+    },
   });
 }
-
-export const programPaths: ZodOpenApiPathsObject = {
-  "/api/v1/program": {
-    get: {
-      operationId: "getProgram",
-      tags: ["Program"],
-      summary: "Read the program settings",
-      responses: {
-        200: { description: "The settings", content: { "application/json": { schema: programResponseSchema } } },
-        ...authenticatedErrors,
-      },
-    },
-    patch: {
-      operationId: "updateProgram",
-      tags: ["Program"],
-      summary: "Change any subset of the writable settings",
-      description:
-        "Changes apply to commissions created afterwards. An empty object changes nothing and returns the settings. product_id, name and currency are read-only.",
-      requestBody: {
-        required: true,
-        content: { "application/json": { schema: updateProgramBodySchema } },
-      },
-      responses: {
-        200: {
-          description: "The settings after the change",
-          content: { "application/json": { schema: programResponseSchema } },
-        },
-        400: errorResponses.badRequest,
-        ...authenticatedErrors,
-        ...bodyErrors,
-      },
-    },
-  },
-};

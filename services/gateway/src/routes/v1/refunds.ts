@@ -1,11 +1,6 @@
 import type { LedgerService, RefundRequestSchema } from "@affiliate/proto/ledger";
 import { toPublicRefund } from "@affiliate/rest-shapes/mappers";
-import {
-  authenticatedErrors,
-  bodyErrors,
-  errorResponses,
-  type ValidationErrorBody,
-} from "@affiliate/rest-shapes/schemas/common";
+import type { ValidationErrorBody } from "@affiliate/rest-shapes/schemas/common";
 import {
   keyMismatchMessage,
   type RefundBody,
@@ -19,9 +14,9 @@ import type { MessageInitShape } from "@bufbuild/protobuf";
 import type { Client } from "@connectrpc/connect";
 import type { FastifyInstance } from "fastify";
 import { z } from "zod";
-import type { ZodOpenApiPathsObject } from "zod-openapi";
 import { HttpError } from "../../errors.js";
 import { requestFingerprint } from "../../fingerprint.js";
+import { defineRoute } from "../../http/define-route.js";
 
 export interface RefundsRouteDeps {
   ledger: Client<typeof LedgerService>;
@@ -75,64 +70,57 @@ function identificationOf(body: RefundBody): RefundRequestInit["identification"]
  * `Idempotent-Replayed: true`.
  */
 export async function refundsRoutes(app: FastifyInstance, { ledger }: RefundsRouteDeps) {
-  app.post("/refunds", async (request, reply) => {
-    const { body, idempotencyKey } = parseRefund(request.body, request.headers["idempotency-key"]);
-    const refund: RefundRequestInit = {
-      productId: request.productId,
-      identification: identificationOf(body),
-      refundAmountCents: body.refund_amount_cents === undefined ? undefined : BigInt(body.refund_amount_cents),
-      reason: body.reason,
-      idempotencyKey,
-      // The parse above proved the body is an object.
-      requestFingerprint: requestFingerprint(request.body as Record<string, unknown>),
-    };
-    const response = await ledger.refund(refund);
-    if (response.replayed) reply.header(replayedHeader, "true");
-    return { data: toPublicRefund(response.result) };
-  });
-}
-
-const json = <S>(schema: S) => ({ content: { "application/json": { schema } } });
-
-export const refundsPaths: ZodOpenApiPathsObject = {
-  "/api/v1/refunds": {
-    post: {
-      operationId: "createRefund",
-      tags: ["Refunds"],
-      summary: "Record a refund of a tracked payment",
-      description:
-        "Identify the payment by exactly one of commission_id, external_id, or email plus payment_amount_cents. A full refund (refund_amount_cents omitted, or what remains) voids the commission and its level-2 child; a partial one scales both in proportion. Idempotency: send a key in the body (idempotency_key) or the Idempotency-Key header (equal when both); the same key with the same body (field order, whitespace and where the key travelled do not matter) answers the original response with Idempotent-Replayed: true and refunds nothing more; with another body, 409. A request refused by validation does not reserve its key. Without a key, every partial refund deducts again.",
-      requestParams: { header: refundHeadersSchema },
-      requestBody: { required: true, ...json(refundBodySchema) },
-      responses: {
-        200: {
-          description: "Applied, or the original answer replayed for a repeated idempotency key",
-          headers: z.object({
-            "Idempotent-Replayed": z
-              .literal("true")
-              .optional()
-              .meta({ description: "Present when this answers an earlier request with the same key." }),
-          }),
-          ...json(refundResponseSchema),
-        },
-        400: {
-          ...errorResponses.badRequest,
-          description:
-            "Validation failed (no identification, several, a bad field, or a header key that differs from the body's), or the body is not valid JSON",
-        },
-        404: { ...errorResponses[404], description: "No payment matches the identifier for this product" },
-        409: {
-          description:
-            "The payment is already fully refunded ({ error, details: { commission_id } }); the email and amount match several payments ({ error: 'ambiguous_payment', details: { message } }); the key was already used with a different body, or its first request is still in progress ({ error })",
-          ...json(refundConflictSchema),
-        },
-        422: {
-          description: "refund_amount_cents is not > 0, is above the payment, or is above what remains of it",
-          ...json(refundOutOfRangeErrorSchema),
-        },
-        ...authenticatedErrors,
-        ...bodyErrors,
+  defineRoute(app, {
+    method: "POST",
+    url: "/refunds",
+    operationId: "createRefund",
+    tags: ["Refunds"],
+    summary: "Record a refund of a tracked payment",
+    description:
+      "Identify the payment by exactly one of commission_id, external_id, or email plus payment_amount_cents. A full refund (refund_amount_cents omitted, or what remains) voids the commission and its level-2 child; a partial one scales both in proportion. Idempotency: send a key in the body (idempotency_key) or the Idempotency-Key header (equal when both); the same key with the same body (field order, whitespace and where the key travelled do not matter) answers the original response with Idempotent-Replayed: true and refunds nothing more; with another body, 409. A request refused by validation does not reserve its key. Without a key, every partial refund deducts again.",
+    access: "management",
+    headers: refundHeadersSchema,
+    body: refundBodySchema,
+    parseBody: (body, request) => parseRefund(body, request.headers["idempotency-key"]),
+    answers: {
+      200: {
+        description: "Applied, or the original answer replayed for a repeated idempotency key",
+        headers: z.object({
+          "Idempotent-Replayed": z
+            .literal("true")
+            .optional()
+            .meta({ description: "Present when this answers an earlier request with the same key." }),
+        }),
+        schema: refundResponseSchema,
+      },
+      400: {
+        description:
+          "Validation failed (no identification, several, a bad or unknown field, or a header key that differs from the body's), or the body is not valid JSON",
+      },
+      404: { description: "No payment matches the identifier for this product" },
+      409: {
+        description:
+          "The payment is already fully refunded ({ error, details: { commission_id } }); the email and amount match several payments ({ error: 'ambiguous_payment', details: { message } }); the key was already used with a different body, or its first request is still in progress ({ error })",
+        schema: refundConflictSchema,
+      },
+      422: {
+        description: "refund_amount_cents is not > 0, is above the payment, or is above what remains of it",
+        schema: refundOutOfRangeErrorSchema,
       },
     },
-  },
-};
+    handler: async ({ body: { body, idempotencyKey }, request, reply }) => {
+      const refund: RefundRequestInit = {
+        productId: request.productId,
+        identification: identificationOf(body),
+        refundAmountCents: body.refund_amount_cents === undefined ? undefined : BigInt(body.refund_amount_cents),
+        reason: body.reason,
+        idempotencyKey,
+        // The parse above proved the body is an object.
+        requestFingerprint: requestFingerprint(request.body as Record<string, unknown>),
+      };
+      const response = await ledger.refund(refund);
+      if (response.replayed) reply.header(replayedHeader, "true");
+      return { data: toPublicRefund(response.result) };
+    },
+  });
+}

@@ -1,6 +1,6 @@
 import type { LedgerService } from "@affiliate/proto/ledger";
 import { periodValue, toPublicStats, toPublicTimeseries } from "@affiliate/rest-shapes/mappers";
-import { authenticatedErrors, nestedErrorSchema } from "@affiliate/rest-shapes/schemas/common";
+import { nestedErrorSchema, validationErrorSchema } from "@affiliate/rest-shapes/schemas/common";
 import {
   invalidPeriodMessage,
   type PublicPeriod,
@@ -10,8 +10,9 @@ import {
 } from "@affiliate/rest-shapes/schemas/stats";
 import type { Client } from "@connectrpc/connect";
 import type { FastifyInstance } from "fastify";
-import type { ZodOpenApiPathsObject } from "zod-openapi";
+import { z } from "zod";
 import { HttpError } from "../../errors.js";
+import { defineRoute } from "../../http/define-route.js";
 import type { PartnersDirectory } from "../../partners-directory.js";
 
 export interface StatsRouteDeps {
@@ -29,60 +30,51 @@ function periodOf(query: unknown): PublicPeriod {
   return parsed.data.period;
 }
 
-/** The program's KPIs (contract section 10): sums from the ledger, active affiliates from partners. */
-export async function statsRoutes(app: FastifyInstance, { ledger, directory }: StatsRouteDeps) {
-  app.get("/stats", async (request) => {
-    const period = periodOf(request.query);
-    const productId = request.productId;
-    const [stats, activeAffiliates] = await Promise.all([
-      ledger.getStats({ productId, period: periodValue(period) }),
-      directory.countActivePartnerships(productId),
-    ]);
-    return { data: toPublicStats(period, stats, activeAffiliates) };
-  });
-
-  app.get("/stats/timeseries", async (request) => {
-    const period = periodOf(request.query);
-    const series = await ledger.getTimeseries({ productId: request.productId, period: periodValue(period) });
-    return { data: toPublicTimeseries(series) };
-  });
-}
-
-const json = <S>(schema: S) => ({ content: { "application/json": { schema } } });
+const tags: [string] = ["Stats"];
 
 const invalidPeriod = {
-  description: `Invalid period; the error is nested under data: "${invalidPeriodMessage}"`,
-  ...json(nestedErrorSchema),
+  description: `Invalid period; the error is nested under data: "${invalidPeriodMessage}". An unknown query parameter is the validation envelope.`,
+  schema: z.union([nestedErrorSchema, validationErrorSchema]),
 };
 
-export const statsPaths: ZodOpenApiPathsObject = {
-  "/api/v1/stats": {
-    get: {
-      operationId: "getStats",
-      tags: ["Stats"],
-      summary: "Summary KPIs of a rolling window, with the window before it",
-      description:
-        "Live activity by occurred_at. Window edges are hour-aligned: the window ends with the current UTC hour (all of it counts: events so far, and any dated later in the hour) and starts on the hour 7, 30, 90 or 365 (12m) days earlier; previous_period is the window of equal length just before it, also hour-aligned. So an answer is read from hourly and daily totals and costs the same at any traffic. active_affiliates counts the partnerships that are active now, whatever the period.",
-      requestParams: { query: statsQuerySchema },
-      responses: {
-        200: { description: "The summary", ...json(statsResponseSchema) },
-        400: invalidPeriod,
-        ...authenticatedErrors,
-      },
+/** The program's KPIs (contract section 10): sums from the ledger, active affiliates from partners. */
+export async function statsRoutes(app: FastifyInstance, { ledger, directory }: StatsRouteDeps) {
+  defineRoute(app, {
+    method: "GET",
+    url: "/stats",
+    operationId: "getStats",
+    tags,
+    summary: "Summary KPIs of a rolling window, with the window before it",
+    description:
+      "Live activity by occurred_at. Window edges are hour-aligned: the window ends with the current UTC hour (all of it counts: events so far, and any dated later in the hour) and starts on the hour 7, 30, 90 or 365 (12m) days earlier; previous_period is the window of equal length just before it, also hour-aligned. So an answer is read from hourly and daily totals and costs the same at any traffic. active_affiliates counts the partnerships that are active now, whatever the period.",
+    access: "management",
+    query: statsQuerySchema,
+    parseQuery: periodOf,
+    answers: { 200: { description: "The summary", schema: statsResponseSchema }, 400: invalidPeriod },
+    handler: async ({ query: period, request }) => {
+      const productId = request.productId;
+      const [stats, activeAffiliates] = await Promise.all([
+        ledger.getStats({ productId, period: periodValue(period) }),
+        directory.countActivePartnerships(productId),
+      ]);
+      return { data: toPublicStats(period, stats, activeAffiliates) };
     },
-  },
-  "/api/v1/stats/timeseries": {
-    get: {
-      operationId: "getStatsTimeseries",
-      tags: ["Stats"],
-      summary: "Daily metrics, one point per UTC date",
-      description: "Oldest first, ending today: 7, 30, 90 or 365 points. Days without activity are zeros.",
-      requestParams: { query: statsQuerySchema },
-      responses: {
-        200: { description: "The series", ...json(timeseriesResponseSchema) },
-        400: invalidPeriod,
-        ...authenticatedErrors,
-      },
+  });
+
+  defineRoute(app, {
+    method: "GET",
+    url: "/stats/timeseries",
+    operationId: "getStatsTimeseries",
+    tags,
+    summary: "Daily metrics, one point per UTC date",
+    description: "Oldest first, ending today: 7, 30, 90 or 365 points. Days without activity are zeros.",
+    access: "management",
+    query: statsQuerySchema,
+    parseQuery: periodOf,
+    answers: { 200: { description: "The series", schema: timeseriesResponseSchema }, 400: invalidPeriod },
+    handler: async ({ query: period, request }) => {
+      const series = await ledger.getTimeseries({ productId: request.productId, period: periodValue(period) });
+      return { data: toPublicTimeseries(series) };
     },
-  },
-};
+  });
+}

@@ -1,0 +1,76 @@
+/**
+ * One declaration per route (style, "Gateway"): the document lists exactly the routes the
+ * gateway serves, each from its own declaration, both ways; nothing is served undeclared.
+ */
+import { describe, expect, it } from "vitest";
+import { describeApi } from "../src/describe-api.js";
+import { openApiPath } from "../src/http/route-catalog.js";
+import { createGateway } from "./support/harness.js";
+
+const documented = (document: { paths: Record<string, Record<string, unknown>> }) =>
+  Object.entries(document.paths).flatMap(([path, operations]) =>
+    Object.keys(operations).map((method) => `${method.toUpperCase()} ${path}`),
+  );
+
+describe("the route catalog", () => {
+  it("documents every declared route, and nothing else", async () => {
+    const { app, call } = createGateway();
+    const document = (await call("GET", "/api/v1/openapi.json", { key: null })).json();
+    const declared = app.routeCatalog.declared().map((route) => `${route.method} ${openApiPath(route.url)}`);
+    expect(documented(document).sort()).toEqual([...declared].sort());
+    // The API as the spec has it, so that losing a declaration cannot go unnoticed either.
+    expect(declared).toEqual(
+      expect.arrayContaining([
+        "POST /events",
+        "POST /events/batch",
+        "GET /api/v1/affiliates/{id}",
+        "POST /api/v1/refunds",
+        "POST /api/v1/webhooks/{id}/test",
+        "DELETE /api/v1/customers",
+        "GET /healthz",
+        "GET /readyz",
+        "GET /api/v1/openapi.json",
+      ]),
+    );
+  });
+
+  it("serves no route that is not declared, but Fastify's implicit HEADs and the documentation pages", async () => {
+    const { app } = createGateway();
+    await app.ready();
+    const undeclared = app.routeCatalog
+      .registered()
+      .filter((route) => route.declaration === undefined)
+      .filter((route) => route.method !== "HEAD" && route.url !== "/docs" && !route.url.startsWith("/docs/"));
+    expect(undeclared).toEqual([]);
+    const heads = app.routeCatalog
+      .registered()
+      .filter((route) => route.method === "HEAD" && !route.url.startsWith("/docs"));
+    const gets = app.routeCatalog.declared().filter((route) => route.method === "GET");
+    expect(heads.map((route) => route.url).sort()).toEqual(gets.map((route) => route.url).sort());
+  });
+
+  it("gives every operation its own id", async () => {
+    const { app } = createGateway();
+    await app.ready();
+    const ids = app.routeCatalog.declared().map((route) => route.declaration.operationId);
+    expect(new Set(ids).size).toBe(ids.length);
+  });
+
+  it("documents the errors a route answers by its kind: the key's, a body's, a path id's", async () => {
+    const { call } = createGateway();
+    const document = (await call("GET", "/api/v1/openapi.json", { key: null })).json();
+    const statuses = (path: string, method: string) => Object.keys(document.paths[path][method].responses).sort();
+    expect(statuses("/api/v1/webhooks/{id}", "patch")).toEqual(
+      ["200", "400", "401", "403", "404", "413", "415", "429", "503", "504"].sort(),
+    );
+    expect(statuses("/api/v1/program", "get")).toEqual(["200", "400", "401", "403", "429", "503", "504"].sort());
+    expect(statuses("/healthz", "get")).toEqual(["200"]);
+    expect(document.paths["/readyz"].get.security).toEqual([]);
+  });
+
+  it("writes the same document without a server, for the lint and for tools", async () => {
+    const { call } = createGateway();
+    const served = (await call("GET", "/api/v1/openapi.json", { key: null })).json();
+    expect(JSON.parse(JSON.stringify(await describeApi()))).toEqual(served);
+  });
+});
