@@ -33,11 +33,13 @@ const typeFromProto = (type: CommissionType) => (type === CommissionType.FLAT ? 
 function overrideFromProto(override: CommissionOverride | undefined): Partial<CommissionTerms> | null {
   if (!override) return null;
   const terms: Partial<CommissionTerms> = {};
-  if (override.commissionType !== CommissionType.UNSPECIFIED) terms.commissionType = typeFromProto(override.commissionType);
+  if (override.commissionType !== CommissionType.UNSPECIFIED)
+    terms.commissionType = typeFromProto(override.commissionType);
   if (override.commissionRateBps !== undefined) terms.commissionRateBps = override.commissionRateBps;
   if (override.commissionFlatCents !== undefined) terms.commissionFlatCents = Number(override.commissionFlatCents);
   if (override.tier2RateBps !== undefined) terms.tier2RateBps = override.tier2RateBps;
-  if (override.maxCommissionMonths !== undefined) terms.maxCommissionMonths = limitFromProto(override.maxCommissionMonths);
+  if (override.maxCommissionMonths !== undefined)
+    terms.maxCommissionMonths = limitFromProto(override.maxCommissionMonths);
   if (override.maxCommissionPayments !== undefined) {
     terms.maxCommissionPayments = limitFromProto(override.maxCommissionPayments);
   }

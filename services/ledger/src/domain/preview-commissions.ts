@@ -29,9 +29,7 @@ export async function previewCommissions(deps: TrackDeps, input: TrackInput): Pr
   const occurredAt = payment.occurredAt ?? now;
   const customerEmail = payment.customerEmail === undefined ? undefined : normalizeEmail(payment.customerEmail);
   const partners = new BatchDirectory(deps.partners);
-  const [attribution] = await attributeInOrder(deps.sql, partners, false, [
-    { ...payment, occurredAt, customerEmail },
-  ]);
+  const [attribution] = await attributeInOrder(deps.sql, partners, false, [{ ...payment, occurredAt, customerEmail }]);
   if (!attribution) return { partnershipId: null, commissions: [], skipped: null };
   const sponsor = attribution.activeSponsorPartnershipId
     ? await partners.byPartnershipId(payment.productId, attribution.activeSponsorPartnershipId)

@@ -8,13 +8,7 @@ import {
   referralCodePattern,
 } from "@affiliate/platform";
 import { commissionAmount } from "./money.js";
-import type {
-  Attribution,
-  CommissionRule,
-  CommissionSkipped,
-  CommissionTerms,
-  TrackInput,
-} from "./types.js";
+import type { Attribution, CommissionRule, CommissionSkipped, CommissionTerms, TrackInput } from "./types.js";
 
 export { maxPaymentCents };
 export const maxFutureSkewMs = 5 * 60 * 1000;

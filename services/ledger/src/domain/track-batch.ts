@@ -211,7 +211,9 @@ export function counterOf(
 ): CounterKey | undefined {
   if (event.eventType !== "payment" || event.partnershipId === null) return undefined;
   const key = customerKey(event);
-  return key === undefined ? undefined : { productId: event.productId, partnershipId: event.partnershipId, customerKey: key };
+  return key === undefined
+    ? undefined
+    : { productId: event.productId, partnershipId: event.partnershipId, customerKey: key };
 }
 
 /**
@@ -274,7 +276,12 @@ function decisionOf(planned: Planned, histories: Map<string, PaymentHistory>): C
   const { row, attribution, sponsor } = planned;
   const history = histories.get(row.id);
   if (row.eventType !== "payment" || !attribution || !history) return noCommission;
-  return decideCommissions({ amountCents: row.amountCents ?? 0, occurredAt: row.occurredAt }, attribution, sponsor, history);
+  return decideCommissions(
+    { amountCents: row.amountCents ?? 0, occurredAt: row.occurredAt },
+    attribution,
+    sponsor,
+    history,
+  );
 }
 
 /** The decision's commissions as rows: ids (the level-2 one pointing at level 1), status and hold. */

@@ -19,7 +19,8 @@ type CommissionRow = Omit<Commission, "rule"> & {
 };
 
 function toCommission(row: CommissionRow): Commission {
-  const { ruleSource, ruleType, ruleRateBps, ruleFlatCents, rulePaymentNumber, ruleFirstPaymentAt, ...commission } = row;
+  const { ruleSource, ruleType, ruleRateBps, ruleFlatCents, rulePaymentNumber, ruleFirstPaymentAt, ...commission } =
+    row;
   const rule =
     ruleSource && ruleType && rulePaymentNumber !== null && ruleFirstPaymentAt
       ? {
@@ -58,7 +59,8 @@ export interface NewCommission {
 /** Inserts commissions (of any number of payments) and returns them as stored, in one statement. */
 export async function insertCommissions(sql: Queryable, commissions: NewCommission[]): Promise<Commission[]> {
   if (commissions.length === 0) return [];
-  return toCommissions(await sql<CommissionRow[]>`
+  return toCommissions(
+    await sql<CommissionRow[]>`
     with c as (insert into commissions ${sql(
       commissions.map((c) => ({
         id: c.id,
@@ -83,7 +85,8 @@ export async function insertCommissions(sql: Queryable, commissions: NewCommissi
         rule_first_payment_at: c.rule.firstPaymentAt,
       })),
     )} returning *)
-    select ${commissionColumns(sql)} from c join tracking_events e on e.id = c.event_id order by c.level`);
+    select ${commissionColumns(sql)} from c join tracking_events e on e.id = c.event_id order by c.level`,
+  );
 }
 
 export async function getCommissionOrThrow(sql: Queryable, productId: string, id: string): Promise<Commission> {
@@ -95,12 +98,18 @@ export async function getCommissionOrThrow(sql: Queryable, productId: string, id
 /** The commissions of these payments, level 1 before level 2 within each payment. */
 export async function getCommissionsOfEvents(sql: Queryable, eventIds: string[]): Promise<Commission[]> {
   if (eventIds.length === 0) return [];
-  return toCommissions(await sql<CommissionRow[]>`${selectCommission(sql)} where c.event_id in ${sql(eventIds)} order by c.event_id, c.level`);
+  return toCommissions(
+    await sql<
+      CommissionRow[]
+    >`${selectCommission(sql)} where c.event_id in ${sql(eventIds)} order by c.event_id, c.level`,
+  );
 }
 
 /** The payment's commissions, locked, level 1 first (the order every locker of a family uses). */
 export async function lockCommissionsOfEvent(sql: Queryable, eventId: string): Promise<Commission[]> {
-  return toCommissions(await sql<CommissionRow[]>`${selectCommission(sql)} where c.event_id = ${eventId} order by c.level for update of c`);
+  return toCommissions(
+    await sql<CommissionRow[]>`${selectCommission(sql)} where c.event_id = ${eventId} order by c.level for update of c`,
+  );
 }
 
 /** The commission and its level-2 children, locked, parent first. */
@@ -110,7 +119,11 @@ export async function lockCommissionFamily(sql: Queryable, productId: string, id
     where product_id = ${productId} and (id = ${id} or parent_commission_id = ${id})
     order by level for update`;
   if (!locked.some((row) => row.id === id)) throw new DomainError("not_found", `Commission ${id} not found`);
-  return toCommissions(await sql<CommissionRow[]>`${selectCommission(sql)} where c.id in ${sql(locked.map((row) => row.id))} order by c.level`);
+  return toCommissions(
+    await sql<
+      CommissionRow[]
+    >`${selectCommission(sql)} where c.id in ${sql(locked.map((row) => row.id))} order by c.level`,
+  );
 }
 
 export async function setCommissionStatus(
@@ -138,7 +151,9 @@ export async function approveDueCommissions(sql: Queryable, now: Date, limit: nu
       order by hold_until limit ${limit} for update skip locked)
     returning id`;
   if (approved.length === 0) return [];
-  return toCommissions(await sql<CommissionRow[]>`${selectCommission(sql)} where c.id in ${sql(approved.map((row) => row.id))}`);
+  return toCommissions(
+    await sql<CommissionRow[]>`${selectCommission(sql)} where c.id in ${sql(approved.map((row) => row.id))}`,
+  );
 }
 
 export async function listCommissions(
@@ -152,7 +167,8 @@ export async function listCommissions(
     limit: number;
   },
 ): Promise<Commission[]> {
-  return toCommissions(await sql<CommissionRow[]>`
+  return toCommissions(
+    await sql<CommissionRow[]>`
     ${selectCommission(sql)}
     where c.product_id = ${query.productId}
       ${query.status ? sql`and c.status = ${query.status}` : sql``}
@@ -160,5 +176,6 @@ export async function listCommissions(
       ${query.payoutId ? sql`and c.payout_id = ${query.payoutId}` : sql``}
       ${query.afterId ? sql`and c.id < ${query.afterId}` : sql``}
     order by c.id desc
-    limit ${query.limit}`);
+    limit ${query.limit}`,
+  );
 }

@@ -60,5 +60,7 @@ export async function recordedPayments(sql: Queryable, keys: CounterKey[]): Prom
     where (c.product_id, c.partnership_id, c.customer_key) in (
       select * from unnest(${keys.map((k) => k.productId)}::text[], ${keys.map((k) => k.partnershipId)}::text[],
                            ${keys.map((k) => k.customerKey)}::text[]))`;
-  return new Map(rows.map((row) => [counterKeyOf(row), { payments: row.payments, firstPaymentAt: row.firstPaymentAt }]));
+  return new Map(
+    rows.map((row) => [counterKeyOf(row), { payments: row.payments, firstPaymentAt: row.firstPaymentAt }]),
+  );
 }
