@@ -345,7 +345,7 @@ describe("frozen rules", () => {
       productId,
       commissionRateBps: 5000,
       commissionType: CommissionType.FLAT,
-      commissionFlatCents: 7,
+      commissionFlatCents: 7n,
     });
     const { result } = await h.ledger.refund({
       productId,
