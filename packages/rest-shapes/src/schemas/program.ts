@@ -2,9 +2,11 @@ import {
   maxCommissionMonthsLimit,
   maxCommissionPaymentsLimit,
   maxFlatCents,
+  maxReferralUrlTemplateLength,
   referralUrlTemplateProblem,
 } from "@affiliate/platform/commission-terms";
 import { z } from "zod";
+import { text } from "./common.js";
 
 const bps = z.int().min(0).max(10_000);
 
@@ -55,8 +57,7 @@ export const programSchema = z
     commission_flat_cents: commissionFlatCentsSchema,
     max_commission_months: maxCommissionMonthsSchema,
     max_commission_payments: maxCommissionPaymentsSchema,
-    referral_url_template: z
-      .string()
+    referral_url_template: text({ max: maxReferralUrlTemplateLength })
       .superRefine((template, context) => {
         const problem = referralUrlTemplateProblem(template);
         if (problem) context.addIssue({ code: "custom", message: problem });
