@@ -69,7 +69,8 @@ export function toPublicCommissionOverride(override: CommissionOverride): Public
   const fields: PublicCommissionOverride = {
     commission_type: commissionTypeNames[override.commissionType],
     commission_rate_bps: override.commissionRateBps,
-    commission_flat_cents: override.commissionFlatCents === undefined ? undefined : Number(override.commissionFlatCents),
+    commission_flat_cents:
+      override.commissionFlatCents === undefined ? undefined : Number(override.commissionFlatCents),
     tier2_rate_bps: override.tier2RateBps,
     max_commission_months: limitName(override.maxCommissionMonths),
     max_commission_payments: limitName(override.maxCommissionPayments),

@@ -1,3 +1,8 @@
+import {
+  maxCommissionMonthsLimit,
+  maxCommissionPaymentsLimit,
+  maxFlatCents,
+} from "@affiliate/platform/commission-terms";
 import { z } from "zod";
 import {
   centsSumSchema,
@@ -9,12 +14,7 @@ import {
   referralCodeSchema,
   text,
 } from "./common.js";
-import {
-  commissionFlatCentsSchema,
-  commissionTypeSchema,
-  maxCommissionMonthsSchema,
-  maxCommissionPaymentsSchema,
-} from "./program.js";
+import { commissionTypeSchema } from "./program.js";
 
 const email = emailSchema.meta({
   description: "The affiliate's email; trimmed and lowercased.",
@@ -108,7 +108,15 @@ export const listAffiliatesQuerySchema = z.object({
 
 export const partnershipIdParamsSchema = idParamsSchema("Partnership id (ptn_…).");
 
-const bps = z.int().min(0).max(10_000);
+/**
+ * An integer field of the override. Its messages name it: a value error inside an object is
+ * reported under the object's name (`fieldErrors.commission_override`), so the message says which
+ * field it is about.
+ */
+const overrideInteger = (field: string, min: number, max: number) => {
+  const message = `${field}: Must be an integer from ${min} to ${max.toLocaleString("en-US")}`;
+  return z.int(message).min(min, message).max(max, message);
+};
 
 /**
  * A partnership's own commission terms (contract section 12): each field given overrides the
@@ -116,23 +124,32 @@ const bps = z.int().min(0).max(10_000);
  */
 export const commissionOverrideSchema = z
   .object({
-    commission_type: commissionTypeSchema.optional(),
-    commission_rate_bps: bps.optional().meta({ description: "Level-1 rate in basis points, 0-10000." }),
-    commission_flat_cents: commissionFlatCentsSchema.optional(),
-    tier2_rate_bps: bps
+    commission_type: z
+      .enum(["percent", "flat"], "commission_type: Must be percent or flat")
+      .optional()
+      .meta({ description: commissionTypeSchema.description }),
+    commission_rate_bps: overrideInteger("commission_rate_bps", 0, 10_000)
+      .optional()
+      .meta({ description: "Level-1 rate in basis points, 0-10000." }),
+    commission_flat_cents: overrideInteger("commission_flat_cents", 0, maxFlatCents)
+      .optional()
+      .meta({ description: "The flat level-1 amount per attributed payment, in cents; capped at the payment." }),
+    tier2_rate_bps: overrideInteger("tier2_rate_bps", 0, 10_000)
       .optional()
       .meta({ description: "The level-2 rate this partnership earns as a sponsor, in basis points, 0-10000." }),
-    max_commission_months: maxCommissionMonthsSchema
+    max_commission_months: overrideInteger("max_commission_months", 1, maxCommissionMonthsLimit)
+      .nullable()
       .optional()
-      .meta({ description: "1-120, or null for no limit whatever the program's." }),
-    max_commission_payments: maxCommissionPaymentsSchema
+      .meta({ description: "1-120 calendar months, or null for no limit whatever the program's." }),
+    max_commission_payments: overrideInteger("max_commission_payments", 1, maxCommissionPaymentsLimit)
+      .nullable()
       .optional()
-      .meta({ description: "1-1000, or null for no limit whatever the program's." }),
+      .meta({ description: "1-1000 payments per customer, or null for no limit whatever the program's." }),
   })
   .meta({
     id: "CommissionOverride",
     description:
-      "Fields given override the program's settings for this partnership; fields left out inherit them. An override with `commission_type: \"flat\"` carries its own `commission_flat_cents` (1 or more).",
+      'Fields given override the program\'s settings for this partnership; fields left out inherit them. An override with `commission_type: "flat"` carries its own `commission_flat_cents` (1 or more). Errors are reported under `commission_override`, each message naming its field.',
   });
 
 export const updatePartnershipBodySchema = z

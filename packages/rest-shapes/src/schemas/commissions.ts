@@ -10,14 +10,11 @@ export const commissionStatusSchema = z.enum(["pending", "approved", "paid", "re
 export type PublicCommissionStatus = z.output<typeof commissionStatusSchema>;
 
 /** Why an attributed payment earned nothing (contract section 12). */
-export const commissionSkippedSchema = z
-  .enum(["max_commission_months", "max_commission_payments"])
-  .nullable()
-  .meta({
-    id: "CommissionSkipped",
-    description:
-      "Why an attributed payment earned nothing: it occurred `max_commission_months` or more after the customer's first attributed payment to the partnership, or the customer's first `max_commission_payments` payments had already earned. null otherwise.",
-  });
+export const commissionSkippedSchema = z.enum(["max_commission_months", "max_commission_payments"]).nullable().meta({
+  id: "CommissionSkipped",
+  description:
+    "Why an attributed payment earned nothing: it occurred `max_commission_months` or more after the customer's first attributed payment to the partnership, or the customer's first `max_commission_payments` payments had already earned. null otherwise.",
+});
 
 /** The rule a commission was made with, frozen when its payment was recorded (contract section 12). */
 export const commissionRuleSchema = z

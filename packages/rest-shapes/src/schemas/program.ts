@@ -18,24 +18,14 @@ export const commissionTypeSchema = z.enum(["percent", "flat"]).meta({
 export const commissionFlatCentsSchema = z.int().min(0).max(maxFlatCents).meta({
   description: "The flat level-1 amount per attributed payment, in cents, 0-100,000,000,000; capped at the payment.",
 });
-export const maxCommissionMonthsSchema = z
-  .int()
-  .min(1)
-  .max(maxCommissionMonthsLimit)
-  .nullable()
-  .meta({
-    description:
-      "null (lifetime) or 1-120: a payment earns only if it occurred less than this many calendar months after the customer's first attributed payment to the same partnership (UTC; a day the month lacks is its last day: Jan 31 + 1 month = Feb 28, or 29 in a leap year).",
-  });
-export const maxCommissionPaymentsSchema = z
-  .int()
-  .min(1)
-  .max(maxCommissionPaymentsLimit)
-  .nullable()
-  .meta({
-    description:
-      "null (unlimited) or 1-1000: only the customer's first this many attributed payments to the same partnership earn.",
-  });
+export const maxCommissionMonthsSchema = z.int().min(1).max(maxCommissionMonthsLimit).nullable().meta({
+  description:
+    "null (lifetime) or 1-120: a payment earns only if it occurred less than this many calendar months after the customer's first attributed payment to the same partnership (UTC; a day the month lacks is its last day: Jan 31 + 1 month = Feb 28, or 29 in a leap year).",
+});
+export const maxCommissionPaymentsSchema = z.int().min(1).max(maxCommissionPaymentsLimit).nullable().meta({
+  description:
+    "null (unlimited) or 1-1000: only the customer's first this many attributed payments to the same partnership earn.",
+});
 
 /** A product's program settings; the writable fields' rules are those of contract section 3. */
 export const programSchema = z

@@ -102,10 +102,7 @@ const previewTypeMessage = "A preview is of a payment: type must be payment";
 export const previewCommissionsBodySchema = z
   .object({
     ...trackEventShape,
-    type: z
-      .enum(["payment"], previewTypeMessage)
-      .optional()
-      .meta({ description: "Optional; if given, `payment`." }),
+    type: z.enum(["payment"], previewTypeMessage).optional().meta({ description: "Optional; if given, `payment`." }),
     external_id: trackEventShape.external_id.meta({ description: "Ignored: a preview is never a replay." }),
   })
   .superRefine((payment, context) => {

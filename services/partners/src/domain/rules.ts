@@ -66,12 +66,16 @@ export function canTransition(from: PartnershipStatus, to: PartnershipStatus): b
   return transitions[from].includes(to);
 }
 
-/** Field errors collected under the public (snake_case) field names, optionally nested under a prefix. */
-function fieldChecks(prefix = "") {
+/**
+ * Field errors collected under the public (snake_case) field names; with `parent`, under the
+ * parent's name, each message naming its field (`commission_override: ["commission_rate_bps:
+ * Must be …"]`), as the gateway reports errors inside an object.
+ */
+function fieldChecks(parent?: string) {
   const errors: FieldErrors = {};
   const add = (field: string, message: string) => {
-    const key = prefix + field;
-    errors[key] = [...(errors[key] ?? []), message];
+    const key = parent ?? field;
+    errors[key] = [...(errors[key] ?? []), parent ? `${field}: ${message}` : message];
   };
   const integer = (field: string, value: number | null | undefined, min: number, max: number) => {
     if (value !== undefined && value !== null && (!Number.isSafeInteger(value) || value < min || value > max)) {
@@ -116,13 +120,13 @@ export function programErrors(program: Program): FieldErrors {
 }
 
 /**
- * The errors of a partnership's commission override (contract section 12), keyed by
- * `commission_override.<field>`. Its values follow the program's ranges; a limit may be null (no
+ * The errors of a partnership's commission override (contract section 12), under
+ * `commission_override`, each message naming its field. Its values follow the program's ranges; a limit may be null (no
  * limit for this partnership). An override that makes the partnership flat carries its own amount,
  * so what it earns does not hang on the program's amount of another type.
  */
 export function commissionOverrideErrors(override: CommissionOverride): FieldErrors {
-  const { errors, add, integer } = fieldChecks("commission_override.");
+  const { errors, add, integer } = fieldChecks("commission_override");
   if (override.commissionType !== undefined && !commissionTypes.includes(override.commissionType)) {
     add("commission_type", "Must be percent or flat");
   }
