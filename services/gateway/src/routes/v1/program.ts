@@ -36,7 +36,7 @@ export async function programRoutes(app: FastifyInstance, { partners }: ProgramR
     tags,
     summary: "Change any subset of the writable settings",
     description:
-      "Changes apply to payments recorded afterwards; no existing commission is re-rated. An empty object changes nothing and returns the settings. product_id, name and currency are read-only. `commission_type: \"flat\"` needs a `commission_flat_cents` of 1 or more (given or already set); `null` removes a limit or the link template.",
+      'Changes apply to payments recorded afterwards; no existing commission is re-rated. An empty object changes nothing and returns the settings. product_id, name and currency are read-only. `commission_type: "flat"` needs a `commission_flat_cents` of 1 or more (given or already set); `null` removes a limit or the link template.',
     access: "management",
     body: updateProgramBodySchema,
     answers: { 200: { description: "The settings after the change", schema: programResponseSchema } },
