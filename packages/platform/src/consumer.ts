@@ -1,4 +1,4 @@
-import type { EventType } from "@affiliate/proto/events";
+import type { DomainEvent } from "@affiliate/proto/events";
 import { type DescMessage, fromBinary, type MessageShape } from "@bufbuild/protobuf";
 import { AckPolicy, DeliverPolicy, type JetStreamClient, type JetStreamManager, type JsMsg } from "nats";
 import { Counter, Gauge } from "prom-client";
@@ -15,7 +15,7 @@ export class UndecodableEvent extends Error {}
  * The payload of a consumed event as the message its type declares (@affiliate/proto/events);
  * UndecodableEvent when the bytes are not one, so the consumer terminates it.
  */
-export function decodeEvent<Desc extends DescMessage>(event: EventType<Desc>, data: Uint8Array): MessageShape<Desc> {
+export function decodeEvent<Desc extends DescMessage>(event: DomainEvent<Desc>, data: Uint8Array): MessageShape<Desc> {
   try {
     return fromBinary(event.schema, data);
   } catch (error) {
@@ -50,7 +50,9 @@ export interface DurableConsumerOptions {
   /**
    * Events applied at once (default 1: one after another, in stream order). More gives up that
    * order, so only for a consumer whose effects do not depend on it and whose `handle` waits on
-   * something slower than its own database (the notifier asks other services per event).
+   * something slower than its own database (the notifier asks other services per event). Such
+   * a consumer also decides `changesNothing` for up to `decidingAtOnce` events beside them: a
+   * decision that waits (the notifier's on a heartbeat) then holds no transaction's turn.
    */
   concurrency?: number;
 }
@@ -66,6 +68,29 @@ export interface DurableConsumer {
 }
 
 const retryDelaysMs = [1000, 5000, 15_000, 60_000];
+
+/** Messages pulled at once; with `concurrency` > 1, also how many may be held deciding or applying. */
+const decidingAtOnce = 64;
+
+/** At most `size` holders at once; the others wait their turn in arrival order. */
+function turns(size: number) {
+  let free = size;
+  const queue: (() => void)[] = [];
+  return {
+    async take(): Promise<void> {
+      if (free > 0) {
+        free -= 1;
+        return;
+      }
+      await new Promise<void>((resolve) => queue.push(resolve));
+    },
+    give(): void {
+      const next = queue.shift();
+      if (next) next();
+      else free += 1;
+    },
+  };
+}
 
 const registers = [metricsRegistry];
 const pending = new Gauge({
@@ -110,12 +135,18 @@ export async function startDurableConsumer(options: DurableConsumerOptions): Pro
     max_deliver: -1,
   });
   const consumer = await js.consumers.get(stream, durable);
-  const messages = await consumer.consume({ max_messages: 64 });
+  const messages = await consumer.consume({ max_messages: decidingAtOnce });
   const stopSampling = sampleOnScrape(`consumer ${durable}`, async () => {
     const info = await jsm.consumers.info(stream, durable);
     pending.set({ durable }, info.num_pending);
     unacknowledged.set({ durable }, info.num_ack_pending);
   });
+
+  const concurrency = options.concurrency ?? 1;
+  // In stream order (1), an event is decided only after the one before it was applied: its
+  // decision may read what that one changed.
+  const held = concurrency > 1 ? Math.max(concurrency, decidingAtOnce) : 1;
+  const transactions = turns(concurrency);
 
   const apply = async (msg: JsMsg) => {
     if (msg.info.redelivered) redeliveries.inc({ durable });
@@ -141,14 +172,19 @@ export async function startDurableConsumer(options: DurableConsumerOptions): Pro
         contextFromNatsHeaders(msg.headers),
         async () => {
           if (await options.changesNothing?.(event)) return "skipped";
-          return sql.begin(async (tx) => {
-            const [fresh] = await tx`
-              insert into applied_events (consumer, event_id) values (${durable}, ${id})
-              on conflict do nothing returning event_id`;
-            if (!fresh) return "duplicate";
-            await options.handle(tx, event);
-            return "applied";
-          });
+          await transactions.take();
+          try {
+            return await sql.begin(async (tx) => {
+              const [fresh] = await tx`
+                insert into applied_events (consumer, event_id) values (${durable}, ${id})
+                on conflict do nothing returning event_id`;
+              if (!fresh) return "duplicate";
+              await options.handle(tx, event);
+              return "applied";
+            });
+          } finally {
+            transactions.give();
+          }
         },
         attributes,
       );
@@ -168,13 +204,12 @@ export async function startDurableConsumer(options: DurableConsumerOptions): Pro
     }
   };
 
-  const concurrency = options.concurrency ?? 1;
   const loop = (async () => {
     const inFlight = new Set<Promise<void>>();
     for await (const msg of messages) {
       const applying: Promise<void> = apply(msg).finally(() => inFlight.delete(applying));
       inFlight.add(applying);
-      if (inFlight.size >= concurrency) await Promise.race(inFlight);
+      if (inFlight.size >= held) await Promise.race(inFlight);
     }
     await Promise.all(inFlight);
   })();

@@ -1,4 +1,4 @@
-import type { EventType } from "@affiliate/proto/events";
+import type { DomainEvent } from "@affiliate/proto/events";
 import { type DescMessage, type MessageShape, toBinary } from "@bufbuild/protobuf";
 import {
   AckPolicy,
@@ -44,7 +44,8 @@ export async function connectNats(url: string, name: string): Promise<NatsConnec
 export const streamRetentionMs = 7 * 24 * 3600 * 1000;
 
 /**
- * Creates the service's stream if missing. Messages are kept for 7 days at most: long enough
+ * Creates the service's stream if missing (with one replica), else brings its settings up to date
+ * and keeps its replica count. Messages are kept for 7 days at most: long enough
  * for a consumer that was down to catch up, short enough that customer emails carried by
  * events do not linger (erasure also purges them).
  */
@@ -59,8 +60,10 @@ export async function ensureStream(jsm: JetStreamManager, name: EventStreamName)
     duplicate_window: 120 * 1e9,
   };
   try {
-    await jsm.streams.info(stream);
-    await jsm.streams.update(stream, config);
+    const existing = await jsm.streams.info(stream);
+    // Keeps the replica count an operator gave the stream (`nats stream edit <stream> --replicas 3`
+    // on a clustered NATS, deploy/README.md): an update without one would scale it back to 1.
+    await jsm.streams.update(stream, { ...config, num_replicas: existing.config.num_replicas });
   } catch {
     await jsm.streams.add(config);
   }
@@ -76,7 +79,7 @@ export async function ensureStream(jsm: JetStreamManager, name: EventStreamName)
  */
 export async function enqueueEvent<Desc extends DescMessage>(
   tx: Queryable,
-  event: EventType<Desc>,
+  event: DomainEvent<Desc>,
   message: MessageShape<Desc> & { id: string },
 ): Promise<void> {
   const { id } = message;
@@ -95,7 +98,7 @@ export async function enqueueEvent<Desc extends DescMessage>(
  */
 export async function enqueueEvents<Desc extends DescMessage>(
   tx: Queryable,
-  event: EventType<Desc>,
+  event: DomainEvent<Desc>,
   messages: (MessageShape<Desc> & { id: string })[],
   /**
    * The trace each message continues, by position, when they were caused by different calls (a

@@ -1,4 +1,4 @@
-import type { JetStreamClient } from "nats";
+import { createInbox, type Msg, type MsgHdrs, type NatsConnection, type Subscription } from "nats";
 import { Counter, Gauge } from "prom-client";
 import type { Sql } from "./db.js";
 import { wireSubject } from "./events.js";
@@ -8,7 +8,8 @@ import { withPublishSpan } from "./tracing.js";
 
 export interface OutboxRelayOptions {
   sql: Sql;
-  js: JetStreamClient;
+  /** The connection it publishes on (to JetStream, acknowledged on an inbox of its own). */
+  nats: NatsConnection;
   /** The service's schema; its outbox trigger notifies on `<schema>_outbox`. */
   schema: string;
   namespace: string;
@@ -16,6 +17,8 @@ export interface OutboxRelayOptions {
   /** Poll interval when no notification arrives (a missed NOTIFY costs at most this). */
   pollMs?: number;
   batchSize?: number;
+  /** How long a batch waits for the stream's acknowledgements before it is retried (default 5 s). */
+  ackTimeoutMs?: number;
 }
 
 export interface OutboxRelay {
@@ -68,16 +71,81 @@ export function observeOutbox(sql: Sql, schema: string): () => void {
   };
 }
 
+/** A JetStream publish acknowledgement (`{ stream, seq, duplicate? }`), or its refusal. */
+interface PubAck {
+  error?: { code: number; description: string };
+}
+
+/**
+ * Publishes to JetStream as `js.publish` does (a message with `Nats-Msg-Id`, answered by the
+ * stream with an acknowledgement), but with every acknowledgement coming to one inbox
+ * subscription of the relay's: `js.publish` is a request per message, with its own timer and
+ * two errors made with their stacks (for the timeout, and when the answer cancels it). On this
+ * machine that is 90-125 µs of CPU per message against 17-19 µs here (20,000 publishes in
+ * batches of 200, pipelined either way).
+ */
+function jetStreamPublisher(nats: NatsConnection) {
+  const inbox = createInbox();
+  const waiting = new Map<string, { resolve(): void; reject(error: Error): void }>();
+  let sent = 0;
+  const decoder = new TextDecoder();
+  const answered = (_error: unknown, msg: Msg) => {
+    const token = msg.subject.slice(inbox.length + 1);
+    const waiter = waiting.get(token);
+    if (!waiter) return; // answered after its batch gave up: the batch is retried anyway
+    waiting.delete(token);
+    // No stream for the subject: the server answers "no responders" (503), without a body.
+    if (msg.headers?.code === 503 || msg.data.length === 0) {
+      waiter.reject(new Error(`no stream answered the publish to ${msg.subject}`));
+      return;
+    }
+    const ack = JSON.parse(decoder.decode(msg.data)) as PubAck;
+    if (ack.error) waiter.reject(new Error(`the stream refused the publish: ${ack.error.description}`));
+    else waiter.resolve();
+  };
+  // Subscribed at the first publish (a closed connection then fails that batch, not the start).
+  let subscription: Subscription | undefined;
+  return {
+    /**
+     * Publishes one message now (messages published one after another keep their order in the
+     * stream); resolves when the stream acknowledged it. `token` names it to `giveUp`.
+     */
+    publish(message: { subject: string; payload: Uint8Array; id: string; headers: MsgHdrs }) {
+      subscription ??= nats.subscribe(`${inbox}.*`, { callback: answered });
+      const token = String(++sent);
+      const acknowledged = new Promise<void>((resolve, reject) => waiting.set(token, { resolve, reject }));
+      message.headers.set("Nats-Msg-Id", message.id);
+      nats.publish(message.subject, message.payload, { reply: `${inbox}.${token}`, headers: message.headers });
+      return { token, acknowledged };
+    },
+    /** Rejects the publishes still unacknowledged among `tokens`; a late answer is then ignored. */
+    giveUp(tokens: string[], error: Error): void {
+      for (const token of tokens) {
+        waiting.get(token)?.reject(error);
+        waiting.delete(token);
+      }
+    },
+    close(): void {
+      subscription?.unsubscribe();
+    },
+  };
+}
+
 /**
  * Publishes outbox rows to JetStream in commit order, with the event id as `Nats-Msg-Id` so the
  * stream drops a re-publish after a crash between publish and delete. Rows are locked with SKIP
- * LOCKED, so several replicas can relay the same outbox. If NATS is down the transaction rolls
- * back, the rows stay, and the relay retries with back-off: nothing is lost.
+ * LOCKED, so several replicas can relay the same outbox. A batch's publishes are sent one after
+ * another without waiting (the stream keeps their order) and its rows are deleted once the stream
+ * acknowledged every one. If NATS is down or the stream refuses one, the transaction rolls back,
+ * the rows stay, and the relay retries with back-off: nothing is lost, and what the failed
+ * attempt did publish is dropped by the stream as a duplicate of its id when it is published again.
  */
 export function startOutboxRelay(options: OutboxRelayOptions): OutboxRelay {
-  const { sql, js, schema, namespace, logger } = options;
+  const { sql, schema, namespace, logger } = options;
   const pollMs = options.pollMs ?? 1000;
   const batchSize = options.batchSize ?? 200;
+  const ackTimeoutMs = options.ackTimeoutMs ?? 5000;
+  const publisher = jetStreamPublisher(options.nats);
   let stopped = false;
   let wake: (() => void) | undefined;
   // Set by a NOTIFY; a notification that arrives during a flush makes the next sleep return
@@ -99,16 +167,29 @@ export function startOutboxRelay(options: OutboxRelayOptions): OutboxRelay {
         returning id, seq, subject, payload, headers`;
       if (rows.length === 0) return 0;
       rows.sort((a, b) => a.seq - b.seq);
-      // Publishes are pipelined on one connection, so the stream keeps their order. Each runs in
-      // a span of the trace that wrote its row, whose context the message carries on.
-      await Promise.all(
-        rows.map((row) => {
-          const subject = wireSubject(namespace, row.subject);
-          return withPublishSpan(subject, row.id, row.headers, (headers) =>
-            js.publish(subject, row.payload, { msgID: row.id, headers }),
-          );
-        }),
+      // Each publish runs in a span of the trace that wrote its row, whose context the message
+      // carries on; all are sent before any acknowledgement is awaited.
+      const tokens: string[] = [];
+      const timer = setTimeout(
+        () => publisher.giveUp(tokens, new Error(`no acknowledgement from the stream in ${ackTimeoutMs} ms`)),
+        ackTimeoutMs,
       );
+      try {
+        await Promise.all(
+          rows.map((row) => {
+            const subject = wireSubject(namespace, row.subject);
+            return withPublishSpan(subject, row.id, row.headers, (headers) => {
+              const sent = publisher.publish({ subject, payload: row.payload, id: row.id, headers });
+              tokens.push(sent.token);
+              return sent.acknowledged;
+            });
+          }),
+        );
+      } finally {
+        clearTimeout(timer);
+        // One refusal fails the batch: the others are not waited for (their answers are ignored).
+        publisher.giveUp(tokens, new Error("another publish of the batch failed"));
+      }
       return rows.length;
     });
 
@@ -175,6 +256,7 @@ export function startOutboxRelay(options: OutboxRelayOptions): OutboxRelay {
       } catch (error) {
         logger.warn({ err: error }, "outbox relay could not flush on shutdown; rows stay for the next start");
       }
+      publisher.close();
     },
   };
 }

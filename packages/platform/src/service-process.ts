@@ -56,7 +56,7 @@ export async function startServiceProcess(options: ServiceProcessOptions): Promi
   const streams = [...(options.publishes ? [name] : []), ...(options.consumes ?? [])];
   for (const service of new Set(streams)) await ensureStream(jsm, { service, namespace: config.EVENTS_NAMESPACE });
   const relay = options.publishes
-    ? startOutboxRelay({ sql, js: nats.jetstream(), schema, namespace: config.EVENTS_NAMESPACE, logger })
+    ? startOutboxRelay({ sql, nats, schema, namespace: config.EVENTS_NAMESPACE, logger })
     : undefined;
 
   return {

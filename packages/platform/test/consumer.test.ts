@@ -320,6 +320,50 @@ describe("startDurableConsumer", () => {
     expect((await appliedIds("applied_concurrently")).sort()).toEqual([...ids].sort());
   });
 
+  it("with concurrency, decides events beside those applied: a waiting decision holds no transaction's turn", async () => {
+    const subject = "svc.decided.beside";
+    let release: () => void = () => {};
+    const decisionsWait = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    let deciding = 0;
+    const consumer = await startDurableConsumer({
+      sql,
+      js,
+      jsm,
+      stream,
+      durable: "decided_beside",
+      subject,
+      namespace: events.namespace,
+      logger: silentLogger,
+      concurrency: 2,
+      // Events "skip…" wait for their decision (as the notifier's wait for a heartbeat) and
+      // change nothing; the others are applied at once.
+      async changesNothing(message) {
+        if (!Buffer.from(message.data).toString().startsWith("skip")) return false;
+        deciding += 1;
+        await decisionsWait;
+        return true;
+      },
+      handle: async (tx, message) => {
+        await tx`insert into effects (event_id, subject, data) values (${message.id}, ${message.subject}, ${Buffer.from(message.data)})`;
+      },
+    });
+    consumers.push(consumer);
+    const skipped = [];
+    for (let i = 0; i < 5; i++) skipped.push(await publish(subject, `skip ${i}`));
+    const applied = [await publish(subject, "apply 1"), await publish(subject, "apply 2")];
+
+    // Five decisions wait, more than the two transactions' turns, and the later events are applied meanwhile.
+    await eventually("the later events applied", async () => (await effects(subject)).length === 2);
+    expect(deciding).toBe(5);
+    expect((await effects(subject)).sort()).toEqual([...applied].sort());
+    release();
+    await eventually("every event settled", () => settled("decided_beside", 7));
+    expect((await appliedIds("decided_beside")).sort()).toEqual([...applied].sort());
+    expect(skipped).toHaveLength(5);
+  });
+
   it("continues the producer's trace", async () => {
     // The SDK registers the tracer provider, W3C propagator and async context globally.
     const sdk = new NodeSDK({ spanProcessors: [new NoopSpanProcessor()] });

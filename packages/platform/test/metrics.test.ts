@@ -168,7 +168,7 @@ describe("outbox metrics", () => {
       expect(sumOf(waiting, "outbox_oldest_event_age_seconds", { schema })).toBeGreaterThanOrEqual(90);
 
       const publishedBefore = sumOf(waiting, "outbox_published_events_total", { schema });
-      const relay = startOutboxRelay({ sql, js, schema, namespace: events.namespace, logger: silentLogger });
+      const relay = startOutboxRelay({ sql, nats: nc, schema, namespace: events.namespace, logger: silentLogger });
       try {
         const drained = await eventually("the relay drains the outbox", async () => {
           const samples = await scrape();

@@ -1,4 +1,4 @@
-import type { EventType } from "@affiliate/proto/events";
+import type { DomainEvent } from "@affiliate/proto/events";
 import { ProductKeysRotatedSchema } from "@affiliate/proto/partners";
 import { createTestDatabase, createTestNamespace, type TestDatabase, type TestNamespace } from "@affiliate/testing";
 import { create, fromBinary } from "@bufbuild/protobuf";
@@ -6,7 +6,7 @@ import { timestampNow } from "@bufbuild/protobuf/wkt";
 import { context, propagation, trace } from "@opentelemetry/api";
 import { NodeSDK } from "@opentelemetry/sdk-node";
 import { NoopSpanProcessor } from "@opentelemetry/sdk-trace";
-import type { JetStreamClient, JetStreamManager, NatsConnection } from "nats";
+import type { JetStreamManager, NatsConnection } from "nats";
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { createSql, type Sql } from "../src/db.js";
 import { connectNats, enqueueEvent, enqueueEvents, ensureStream } from "../src/events.js";
@@ -18,7 +18,7 @@ import { capturingLogger, eventually, type LogLine, migrationsDirectory, silentL
 const schema = "svc";
 const subject = "svc.product.keys_rotated";
 /** A test service's event type, shaped as the registry in @affiliate/proto/events shapes them. */
-const keysRotatedEvent: EventType<typeof ProductKeysRotatedSchema> = {
+const keysRotatedEvent: DomainEvent<typeof ProductKeysRotatedSchema> = {
   service: "svc",
   subject,
   schema: ProductKeysRotatedSchema,
@@ -28,7 +28,6 @@ let database: TestDatabase;
 let events: TestNamespace;
 let sql: Sql;
 let nc: NatsConnection;
-let js: JetStreamClient;
 let jsm: JetStreamManager;
 let stream: string;
 const relays: OutboxRelay[] = [];
@@ -44,7 +43,6 @@ beforeAll(async () => {
     await empty.remove();
   }
   nc = await connectNats(process.env.NATS_URL ?? "nats://127.0.0.1:4222", "platform-outbox-test");
-  js = nc.jetstream();
   jsm = await nc.jetstreamManager();
   stream = await ensureStream(jsm, { service: "svc", namespace: events.namespace });
 });
@@ -67,7 +65,14 @@ afterAll(async () => {
 });
 
 function relay(options: Partial<OutboxRelayOptions> = {}): OutboxRelay {
-  const started = startOutboxRelay({ sql, js, schema, namespace: events.namespace, logger: silentLogger, ...options });
+  const started = startOutboxRelay({
+    sql,
+    nats: nc,
+    schema,
+    namespace: events.namespace,
+    logger: silentLogger,
+    ...options,
+  });
   relays.push(started);
   return started;
 }
@@ -199,12 +204,49 @@ describe("outbox relay", () => {
     expect(await messageIds()).toEqual([event.id]);
   });
 
+  it("pipelines a batch's publishes and keeps their order across batches", async () => {
+    const marker = await enqueue();
+    const idle = relay({ schema: "nobody_notifies", pollMs: 60_000, batchSize: 50 });
+    await eventually("the first pass done", async () => (await outboxIds()).length === 0);
+    const batch = Array.from({ length: 120 }, (_, i) => keysRotated(`prd_${i}`));
+    await sql.begin((tx) => enqueueEvents(tx, keysRotatedEvent, batch));
+    expect(await idle.flush()).toBe(120);
+    expect(await messageIds()).toEqual([marker.id, ...batch.map((event) => event.id)]);
+    expect(await outboxIds()).toEqual([]);
+  });
+
+  it("a batch with one refused publish keeps every row; published again, the others are not duplicated", async () => {
+    const { logger, lines } = capturingLogger();
+    const marker = await enqueue();
+    const idle = relay({ schema: "nobody_notifies", pollMs: 60_000, logger });
+    await eventually("the first pass done", async () => (await outboxIds()).length === 0);
+    const before = await enqueue();
+    // A subject no stream holds, between two that the stream takes: the server answers "no
+    // responders" to that one publish while the others are acknowledged.
+    const stray = keysRotated("prd_stray");
+    await sql`
+      insert into outbox (id, subject, payload) values (${stray.id}, 'nowhere.product.keys_rotated', ${Buffer.from("x")})`;
+    const after = await enqueue();
+
+    await expect(idle.flush()).rejects.toThrow(/no stream answered/);
+    expect(await outboxIds()).toEqual([before.id, stray.id, after.id]);
+    // The two good ones did reach the stream in the failed attempt.
+    expect(await messageIds()).toEqual([marker.id, before.id, after.id]);
+
+    await sql`delete from outbox where id = ${stray.id}`;
+    expect(await idle.flush()).toBe(2);
+    expect(await outboxIds()).toEqual([]);
+    // Their second publish was dropped by the stream as a duplicate of the same Nats-Msg-Id.
+    expect(await messageIds()).toEqual([marker.id, before.id, after.id]);
+    expect((await jsm.streams.info(stream)).state.messages).toBe(3);
+    expect(failedAttempts(lines)).toBe(0);
+  });
+
   it("keeps the rows when NATS cannot be reached, and a later relay publishes them", async () => {
     const unreachable = await connectNats(process.env.NATS_URL ?? "nats://127.0.0.1:4222", "platform-outbox-closed");
-    const closedJs = unreachable.jetstream();
     await unreachable.close();
     const { logger, lines } = capturingLogger();
-    const broken = relay({ js: closedJs, logger, pollMs: 100 });
+    const broken = relay({ nats: unreachable, logger, pollMs: 100 });
     const event = await enqueue();
 
     await eventually("two failed attempts", () => failedAttempts(lines) >= 2);

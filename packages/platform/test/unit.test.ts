@@ -7,9 +7,12 @@ import {
   baseConfigShape,
   loadConfig,
   pageTokenSecret,
+  parseConfig,
   port,
   type RpcServiceConfig,
   rpcServiceConfigShape,
+  secret,
+  secretsOf,
   serviceUrls,
 } from "../src/config.js";
 import {
@@ -291,7 +294,7 @@ describe("loadConfig", () => {
     }
   });
 
-  it("refuses a page token secret shorter than 16 characters", () => {
+  it("refuses a page token secret shorter than 32 characters", () => {
     expect(pageTokenSecret.safeParse("short").success).toBe(false);
     expect(pageTokenSecret.parse(undefined)).toBe("local-development-page-token-secret");
   });
@@ -326,5 +329,78 @@ describe("loadConfig", () => {
     expect(lines).toHaveLength(1);
     expect(lines[0]).toMatch(/^configuration error: DATABASE_URL/);
     expect(stderr.endsWith("\n")).toBe(true);
+  });
+});
+
+describe("secrets", () => {
+  const developmentValue = "local-development-signing-key-for-tests";
+  const shape = { ...baseConfigShape, SIGNING_KEY: secret(developmentValue), PAGE_TOKEN_SECRET: pageTokenSecret };
+  const strong = "d8Qm3kR0v7Zc1xYpL4sT9bWnE2hG6jUa"; // 32 characters
+  const production = { NODE_ENV: "production", PAGE_TOKEN_SECRET: "p".repeat(40) };
+
+  it("are named by the shape they are declared in, and nothing else is", () => {
+    expect(secretsOf(shape)).toEqual(["SIGNING_KEY", "PAGE_TOKEN_SECRET"]);
+    expect(secretsOf(baseConfigShape)).toEqual([]);
+  });
+
+  it("default to their development value outside production, so npm start and the tests need none", () => {
+    for (const NODE_ENV of [undefined, "development", "test"]) {
+      expect(parseConfig(shape, { NODE_ENV })).toMatchObject({
+        success: true,
+        data: { SIGNING_KEY: developmentValue, PAGE_TOKEN_SECRET: "local-development-page-token-secret" },
+      });
+    }
+  });
+
+  it("are refused shorter than 32 characters in any environment", () => {
+    expect(parseConfig(shape, { SIGNING_KEY: strong.slice(1) })).toEqual({
+      success: false,
+      problems: expect.stringMatching(/^SIGNING_KEY: /),
+    });
+  });
+
+  it("must be set in production: a missing one is named", () => {
+    expect(parseConfig(shape, { ...production })).toEqual({
+      success: false,
+      problems: "SIGNING_KEY: must be set when NODE_ENV=production (32+ random characters)",
+    });
+  });
+
+  it("must be 32 characters or more in production", () => {
+    expect(parseConfig(shape, { ...production, SIGNING_KEY: strong.slice(1) })).toEqual({
+      success: false,
+      problems: "SIGNING_KEY: must be at least 32 characters when NODE_ENV=production",
+    });
+  });
+
+  it("must not be the public development value in production", () => {
+    expect(parseConfig(shape, { ...production, SIGNING_KEY: developmentValue })).toEqual({
+      success: false,
+      problems: "SIGNING_KEY: is the public development value: set one of your own when NODE_ENV=production",
+    });
+  });
+
+  it("name every bad secret in one line, and accept strong ones", () => {
+    expect(parseConfig(shape, { NODE_ENV: "production" })).toEqual({
+      success: false,
+      problems:
+        "SIGNING_KEY: must be set when NODE_ENV=production (32+ random characters); " +
+        "PAGE_TOKEN_SECRET: must be set when NODE_ENV=production (32+ random characters)",
+    });
+    const parsed = parseConfig(shape, { ...production, SIGNING_KEY: strong });
+    expect(parsed).toMatchObject({ success: true, data: { SIGNING_KEY: strong, PAGE_TOKEN_SECRET: "p".repeat(40) } });
+  });
+
+  it("leave the other settings' rules and defaults as they are in production", () => {
+    const parsed = parseConfig(shape, { ...production, SIGNING_KEY: strong, LOG_LEVEL: "warn" });
+    expect(parsed).toMatchObject({ success: true, data: { LOG_LEVEL: "warn", NATS_URL: "nats://127.0.0.1:4222" } });
+    expect(parseConfig(shape, { ...production, SIGNING_KEY: strong, DATABASE_URL: "not a url" })).toMatchObject({
+      success: false,
+      problems: expect.stringMatching(/^DATABASE_URL: /),
+    });
+  });
+
+  it("cannot be declared with a development value that would itself be too short", () => {
+    expect(() => secret("short-development-value")).toThrow(/32\+ characters/);
   });
 });

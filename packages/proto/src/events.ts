@@ -25,8 +25,8 @@ import {
 } from "./gen/affiliate/payouts/v1/events_pb.js";
 import { CustomerErasedSchema } from "./gen/affiliate/privacy/v1/events_pb.js";
 
-/** One kind of domain event. */
-export interface EventType<Desc extends DescMessage = DescMessage> {
+/** One kind of domain event: its subject, producing service and payload message (the registry entry). */
+export interface DomainEvent<Desc extends DescMessage = DescMessage> {
   /** The producing service: its stream (platform streamName) carries the event. */
   readonly service: string;
   /** `<service>.<entity>.<past-tense>`, before any EVENTS_NAMESPACE prefix. */
@@ -35,56 +35,56 @@ export interface EventType<Desc extends DescMessage = DescMessage> {
   readonly schema: Desc;
 }
 
-function eventType<Desc extends DescMessage>(subject: string, schema: Desc): EventType<Desc> {
+function domainEvent<Desc extends DescMessage>(subject: string, schema: Desc): DomainEvent<Desc> {
   return Object.freeze({ service: subject.slice(0, subject.indexOf(".")), subject, schema });
 }
 
 /** Events of the partners service (stream PARTNERS). */
 export const partnersEvents = {
-  partnershipCreated: eventType("partners.partnership.created", PartnershipCreatedSchema),
-  partnershipReactivated: eventType("partners.partnership.reactivated", PartnershipReactivatedSchema),
-  partnershipRemoved: eventType("partners.partnership.removed", PartnershipRemovedSchema),
-  partnershipStatusChanged: eventType("partners.partnership.status_changed", PartnershipStatusChangedSchema),
-  partnershipCommissionOverrideChanged: eventType(
+  partnershipCreated: domainEvent("partners.partnership.created", PartnershipCreatedSchema),
+  partnershipReactivated: domainEvent("partners.partnership.reactivated", PartnershipReactivatedSchema),
+  partnershipRemoved: domainEvent("partners.partnership.removed", PartnershipRemovedSchema),
+  partnershipStatusChanged: domainEvent("partners.partnership.status_changed", PartnershipStatusChangedSchema),
+  partnershipCommissionOverrideChanged: domainEvent(
     "partners.partnership.commission_override_changed",
     PartnershipCommissionOverrideChangedSchema,
   ),
-  productKeysRotated: eventType("partners.product.keys_rotated", ProductKeysRotatedSchema),
-  programUpdated: eventType("partners.program.updated", ProgramUpdatedSchema),
+  productKeysRotated: domainEvent("partners.product.keys_rotated", ProductKeysRotatedSchema),
+  programUpdated: domainEvent("partners.program.updated", ProgramUpdatedSchema),
 } as const;
 
 /** Events of the ledger (stream LEDGER). */
 export const ledgerEvents = {
-  commissionCreated: eventType("ledger.commission.created", CommissionCreatedSchema),
-  commissionApproved: eventType("ledger.commission.approved", CommissionApprovedSchema),
-  commissionRejected: eventType("ledger.commission.rejected", CommissionRejectedSchema),
-  commissionRefunded: eventType("ledger.commission.refunded", CommissionRefundedSchema),
+  commissionCreated: domainEvent("ledger.commission.created", CommissionCreatedSchema),
+  commissionApproved: domainEvent("ledger.commission.approved", CommissionApprovedSchema),
+  commissionRejected: domainEvent("ledger.commission.rejected", CommissionRejectedSchema),
+  commissionRefunded: domainEvent("ledger.commission.refunded", CommissionRefundedSchema),
 } as const;
 
 /** Events of the payouts service (stream PAYOUTS). */
 export const payoutsEvents = {
-  payoutCreated: eventType("payouts.payout.created", PayoutCreatedSchema),
-  payoutApproved: eventType("payouts.payout.approved", PayoutApprovedSchema),
-  payoutRejected: eventType("payouts.payout.rejected", PayoutRejectedSchema),
-  payoutCompleted: eventType("payouts.payout.completed", PayoutCompletedSchema),
+  payoutCreated: domainEvent("payouts.payout.created", PayoutCreatedSchema),
+  payoutApproved: domainEvent("payouts.payout.approved", PayoutApprovedSchema),
+  payoutRejected: domainEvent("payouts.payout.rejected", PayoutRejectedSchema),
+  payoutCompleted: domainEvent("payouts.payout.completed", PayoutCompletedSchema),
 } as const;
 
 /** Events of the privacy service (stream PRIVACY). */
 export const privacyEvents = {
-  customerErased: eventType("privacy.customer.erased", CustomerErasedSchema),
+  customerErased: domainEvent("privacy.customer.erased", CustomerErasedSchema),
 } as const;
 
-/** Every event type of the mesh. */
-export const allEventTypes: readonly EventType[] = [
+/** Every kind of domain event of the mesh. */
+export const allDomainEvents: readonly DomainEvent[] = [
   ...Object.values(partnersEvents),
   ...Object.values(ledgerEvents),
   ...Object.values(payoutsEvents),
   ...Object.values(privacyEvents),
 ];
 
-const bySubject = new Map(allEventTypes.map((event) => [event.subject, event]));
+const bySubject = new Map(allDomainEvents.map((event) => [event.subject, event]));
 
-/** The event type published on a domain subject, or undefined for a subject nobody publishes. */
-export function eventTypeOf(subject: string): EventType | undefined {
+/** The domain event published on a subject, or undefined for a subject nobody publishes. */
+export function domainEventOf(subject: string): DomainEvent | undefined {
   return bySubject.get(subject);
 }

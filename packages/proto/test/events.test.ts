@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { allEventTypes, eventTypeOf, ledgerEvents } from "../src/events.js";
+import { allDomainEvents, domainEventOf, ledgerEvents } from "../src/events.js";
 import { file_affiliate_ledger_v1_events } from "../src/gen/affiliate/ledger/v1/events_pb.js";
 import { file_affiliate_partners_v1_events } from "../src/gen/affiliate/partners/v1/events_pb.js";
 import { file_affiliate_payouts_v1_events } from "../src/gen/affiliate/payouts/v1/events_pb.js";
@@ -15,19 +15,19 @@ describe("the event registry", () => {
     ]
       .flatMap((file) => file.messages.map((message) => message.typeName))
       .sort();
-    expect(allEventTypes.map((event) => event.schema.typeName).sort()).toEqual(declared);
+    expect(allDomainEvents.map((event) => event.schema.typeName).sort()).toEqual(declared);
   });
 
   it("names subjects <service>.<entity>.<past-tense>, unique, published by the service whose package holds the message", () => {
-    for (const event of allEventTypes) {
+    for (const event of allDomainEvents) {
       expect(event.subject).toMatch(/^[a-z]+\.[a-z_]+\.[a-z_]+$/);
       expect(event.schema.typeName.startsWith(`affiliate.${event.service}.v1.`)).toBe(true);
     }
-    expect(new Set(allEventTypes.map((event) => event.subject)).size).toBe(allEventTypes.length);
+    expect(new Set(allDomainEvents.map((event) => event.subject)).size).toBe(allDomainEvents.length);
   });
 
   it("finds an event type by subject", () => {
-    expect(eventTypeOf("ledger.commission.refunded")).toBe(ledgerEvents.commissionRefunded);
-    expect(eventTypeOf("ledger.commission.exploded")).toBeUndefined();
+    expect(domainEventOf("ledger.commission.refunded")).toBe(ledgerEvents.commissionRefunded);
+    expect(domainEventOf("ledger.commission.exploded")).toBeUndefined();
   });
 });

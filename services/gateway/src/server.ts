@@ -19,7 +19,7 @@ import { RouteCatalog } from "./http/route-catalog.js";
 import { maxBodyDepth, nestsDeeperThan } from "./json-depth.js";
 import { type OpenApiDocument, openApiDocument } from "./openapi.js";
 import { partnersDirectory } from "./partners-directory.js";
-import { opsRoutes, type ReadinessCheck } from "./routes/ops.js";
+import { opsRoutes, type ReadinessReport } from "./routes/ops.js";
 import { trackingRoutes } from "./routes/tracking.js";
 import { affiliatesRoutes } from "./routes/v1/affiliates.js";
 import { commissionsRoutes } from "./routes/v1/commissions.js";
@@ -39,7 +39,7 @@ export interface GatewayDeps {
   notifier: Client<typeof NotifierService>;
   privacy: Client<typeof PrivacyService>;
   /** Which services the gateway calls are not ready (GET /readyz). */
-  ready: ReadinessCheck;
+  ready: ReadinessReport;
   logger: Logger;
   config: Pick<
     GatewayConfig,

@@ -34,11 +34,11 @@ import type {
   CommissionRule,
   CommissionSkipped,
   CommissionStatus,
-  EventType,
   Metrics,
   Period,
   TrackedEvent,
   TrackInput,
+  TrackingEventType,
 } from "./domain/types.js";
 
 export const commissionStatusToProto: Record<CommissionStatus, CommissionStatusProto> = {
@@ -49,7 +49,7 @@ export const commissionStatusToProto: Record<CommissionStatus, CommissionStatusP
   refunded: CommissionStatusProto.REFUNDED,
 };
 
-export const eventTypeToProto: Record<EventType, EventTypeProto> = {
+export const eventTypeToProto: Record<TrackingEventType, EventTypeProto> = {
   click: EventTypeProto.CLICK,
   signup: EventTypeProto.SIGNUP,
   payment: EventTypeProto.PAYMENT,

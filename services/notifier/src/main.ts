@@ -6,6 +6,7 @@ import { PartnersService } from "@affiliate/proto/partners";
 import { createClient } from "@connectrpc/connect";
 import { loadNotifierConfig } from "./config.js";
 import { startConsumers } from "./events/consumers.js";
+import { startListenerIndex } from "./events/listeners.js";
 import { ownersOver } from "./events/owners.js";
 import { subscriptions } from "./events/payloads.js";
 import { smtpMailer } from "./outbound/smtp-mailer.js";
@@ -27,8 +28,10 @@ const owners = ownersOver(
   createClient(LedgerService, createRpcTransport(config.LEDGER_URL)),
   createClient(PartnersService, createRpcTransport(config.PARTNERS_URL)),
 );
+const listeners = startListenerIndex({ url: config.DATABASE_URL, schema, sql, logger });
 const consumers = await startConsumers({
   sql,
+  listeners,
   js: nats.jetstream(),
   jsm,
   namespace: config.EVENTS_NAMESPACE,
@@ -55,6 +58,7 @@ await serve({
   }),
   background: [
     ["event consumers", () => Promise.all(consumers.map((consumer) => consumer.stop()))],
+    ["endpoint feed", () => listeners.stop()],
     ["job workers", () => workers.stop()],
     ["mailer", () => mailer?.close()],
   ],

@@ -18,6 +18,12 @@ export interface Workers {
 /** Contract 9b: at most 10 attempts in flight per endpoint, over every replica. */
 export const maxInFlightPerEndpoint = 10;
 
+/** The deliveries as a job table: claimed with at most `maxInFlightPerEndpoint` leases per endpoint. */
+export const deliveryQueue = {
+  table: "deliveries",
+  perGroup: { column: "endpoint_id", maxInFlight: maxInFlightPerEndpoint },
+} as const;
+
 /**
  * What sends: the delivery and email job workers, the probe of failing endpoints (every minute;
  * each endpoint's own schedule decides whether it is due) and the 30-day retention (hourly).
@@ -43,8 +49,7 @@ export function startWorkers(deps: {
   const deliveries = startJobWorker<DeliveryJob>({
     ...common,
     ...(deps.pollMs ? { pollMs: deps.pollMs } : {}),
-    table: "deliveries",
-    perGroup: { column: "endpoint_id", maxInFlight: maxInFlightPerEndpoint },
+    ...deliveryQueue,
     run: (job) => deliverWebhook(deliverDeps, job),
   });
   const emails = startJobWorker<EmailJob>({

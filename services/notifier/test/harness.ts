@@ -24,6 +24,7 @@ import { timestampFromDate } from "@bufbuild/protobuf/wkt";
 import { type Client, createClient, createRouterTransport } from "@connectrpc/connect";
 import type { Mailer } from "../src/domain/send-email.js";
 import { durableFor, startConsumers } from "../src/events/consumers.js";
+import { type Listeners, startListenerIndex } from "../src/events/listeners.js";
 import type { Owners } from "../src/events/owners.js";
 import { subscriptions } from "../src/events/payloads.js";
 import { migrationsDirectory, routes, schema } from "../src/server.js";
@@ -160,6 +161,7 @@ export interface Harness {
   owners: FakeOwners;
   clock: TestClock;
   workers: Workers;
+  listeners: Listeners;
   publish<Desc extends DescMessage>(
     subject: string,
     schema: Desc,
@@ -174,7 +176,14 @@ export interface Harness {
 }
 
 /** The notifier on a fresh database and NATS namespace, with its consumers and workers running. */
-export async function startHarness(options: { mailer?: Mailer; attemptTimeoutMs?: number } = {}): Promise<Harness> {
+export async function startHarness(
+  options: {
+    mailer?: Mailer;
+    attemptTimeoutMs?: number;
+    /** Where the index of listeners follows endpoint changes (default: the test database). */
+    endpointFeedUrl?: string;
+  } = {},
+): Promise<Harness> {
   const database: TestDatabase = await createTestDatabase();
   const ns: TestNamespace = createTestNamespace();
   const sql = createSql(database.url, { schema, max: 8, applicationName: "notifier-test" });
@@ -186,8 +195,17 @@ export async function startHarness(options: { mailer?: Mailer; attemptTimeoutMs?
   }
   const owners = new FakeOwners();
   const clock = new TestClock();
+  const listeners = startListenerIndex({
+    url: options.endpointFeedUrl ?? database.url,
+    schema,
+    sql,
+    logger: silentLogger,
+    fenceTimeoutMs: 1000,
+    retryMs: 100,
+  });
   const consumers: DurableConsumer[] = await startConsumers({
     sql,
+    listeners,
     js: nats.jetstream(),
     jsm,
     namespace: ns.namespace,
@@ -219,6 +237,7 @@ export async function startHarness(options: { mailer?: Mailer; attemptTimeoutMs?
     owners,
     clock,
     workers,
+    listeners,
     async publish(subject, messageSchema, message) {
       await js.publish(wireSubject(ns.namespace, subject), toBinary(messageSchema, message), { msgID: message.id });
     },
@@ -233,6 +252,7 @@ export async function startHarness(options: { mailer?: Mailer; attemptTimeoutMs?
     },
     async close() {
       await Promise.all(consumers.map((consumer) => consumer.stop()));
+      await listeners.stop();
       await workers.stop();
       await nats.close();
       await sql.end();

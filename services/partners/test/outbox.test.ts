@@ -37,7 +37,7 @@ describe("events through the outbox", () => {
 
     const relay = startOutboxRelay({
       sql: h.sql,
-      js: nats.jetstream(),
+      nats,
       schema,
       namespace: ns.namespace,
       logger: createLogger("relay-test", "silent"),

@@ -5,7 +5,7 @@ import { LedgerService } from "@affiliate/proto/ledger";
 import { PartnersAdminService, PartnersService } from "@affiliate/proto/partners";
 import { createClient } from "@connectrpc/connect";
 import { loadPayoutsConfig } from "./config.js";
-import { finishDrafts, type PayoutDeps } from "./domain/finish-drafts.js";
+import { type PayoutDeps, recoverStaleDrafts } from "./domain/finish-drafts.js";
 import { runScheduledGeneration } from "./domain/scheduled-generation.js";
 import { consumeCommissionRefunds } from "./events/commission-refunded.js";
 import { ledgerOver, partnersOver } from "./rpc/downstream.js";
@@ -43,7 +43,7 @@ const refunds = await consumeCommissionRefunds({
 
 // Generations that stopped between claiming and finishing (contract 8, recovery).
 const stopRecovery = startPeriodicJob(logger, "draft recovery", 30_000, async () => {
-  const finished = await finishDrafts(deps);
+  const finished = await recoverStaleDrafts(deps);
   if (finished > 0) logger.info({ finished }, "payout drafts recovered");
 });
 const stopSchedule =

@@ -2,7 +2,7 @@ import { newId } from "@affiliate/platform";
 import { PayoutStatus } from "@affiliate/proto/payouts";
 import { Code } from "@connectrpc/connect";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
-import { finishDrafts, payoutBatchSize } from "../src/domain/finish-drafts.js";
+import { payoutBatchSize, recoverStaleDrafts } from "../src/domain/finish-drafts.js";
 import { reserveDrafts } from "../src/domain/generate-payouts.js";
 import { runScheduledGeneration } from "../src/domain/scheduled-generation.js";
 import { adjustmentsOf, linksOf, unappliedAdjustment } from "./fixtures.js";
@@ -327,10 +327,10 @@ describe("draft recovery", () => {
     expect((await failure(h.payouts.getPayout({ productId, payoutId: draft.id })))?.code).toBe(Code.NotFound);
     expect((await h.payouts.listPayouts({ productId, pageSize: 10 })).payouts).toEqual([]);
     // A young draft may still be finished by its generation: recovery leaves it alone.
-    expect(await finishDrafts(h.deps)).toBe(0);
+    expect(await recoverStaleDrafts(h.deps)).toBe(0);
 
     h.clock.offsetMs = 31_000;
-    expect(await finishDrafts(h.deps)).toBe(1);
+    expect(await recoverStaleDrafts(h.deps)).toBe(1);
 
     const { payout } = await h.payouts.getPayout({ productId, payoutId: draft.id });
     expect(payout).toMatchObject({
@@ -343,7 +343,7 @@ describe("draft recovery", () => {
     expect(await adjustmentsOf(h, partnershipId)).toMatchObject([{ id: adjustment, payoutId: draft.id }]);
     expect((await outboxEvents(h, draft.id)).map((e) => e.subject)).toEqual(["payouts.payout.created"]);
     // Nothing left to recover.
-    expect(await finishDrafts(h.deps)).toBe(0);
+    expect(await recoverStaleDrafts(h.deps)).toBe(0);
   });
 
   it("claims for a draft that never reached the ledger, at the start of the next generation", async () => {
@@ -378,7 +378,7 @@ describe("draft recovery", () => {
     expect(payouts.map((p) => p.amountCents)).toEqual([7000n]);
 
     h.clock.offsetMs = 31_000;
-    expect(await finishDrafts(h.deps)).toBe(1);
+    expect(await recoverStaleDrafts(h.deps)).toBe(1);
 
     expect(await payoutsOf(productId)).toMatchObject([{ id: payouts[0]?.id, status: "pending" }]);
     expect(await adjustmentsOf(h, partnershipId)).toMatchObject([{ id: adjustment, payoutId: null }]);
@@ -406,7 +406,7 @@ describe("draft recovery in batches", () => {
     h.ledger.claimSizes.length = 0;
 
     h.clock.offsetMs = 31_000;
-    expect(await finishDrafts(h.deps)).toBe(4);
+    expect(await recoverStaleDrafts(h.deps)).toBe(4);
 
     // One claim per product, for both of its drafts.
     expect(h.ledger.claimSizes).toEqual([2, 2]);
@@ -428,7 +428,7 @@ describe("draft recovery in batches", () => {
     for (const [i, draft] of drafts.entries()) {
       expect(h.ledger.get(commissions[i] ?? "").payoutId).toBe(draft.productId === second ? draft.id : "");
     }
-    expect(await finishDrafts(h.deps)).toBe(0);
+    expect(await recoverStaleDrafts(h.deps)).toBe(0);
   });
 });
 

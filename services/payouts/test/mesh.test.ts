@@ -71,8 +71,8 @@ beforeAll(async () => {
   await ensureStream(jsm, { service: "ledger", namespace });
   await ensureStream(jsm, { service: "payouts", namespace });
   const common = { js, namespace, logger: silentLogger };
-  relays.push(startOutboxRelay({ ...common, sql: ledgerSql, schema: ledgerServer.schema, pollMs: 100 }));
-  relays.push(startOutboxRelay({ ...common, sql, schema, pollMs: 100 }));
+  relays.push(startOutboxRelay({ ...common, nats: nc, sql: ledgerSql, schema: ledgerServer.schema, pollMs: 100 }));
+  relays.push(startOutboxRelay({ ...common, nats: nc, sql, schema, pollMs: 100 }));
   consumers.push(...(await consumePayoutEvents({ ...common, jsm, sql: ledgerSql })));
   consumers.push(await consumeCommissionRefunds({ ...common, jsm, sql }));
 

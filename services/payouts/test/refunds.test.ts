@@ -5,7 +5,7 @@ import { createTestNamespace } from "@affiliate/testing";
 import { toBinary } from "@bufbuild/protobuf";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { refundChangesNothing } from "../src/domain/apply-commission-refund.js";
-import { finishClaimedDrafts, finishDrafts } from "../src/domain/finish-drafts.js";
+import { finishClaimedDrafts, recoverStaleDrafts } from "../src/domain/finish-drafts.js";
 import { reserveDrafts } from "../src/domain/generate-payouts.js";
 import {
   commissionRefundedDurable,
@@ -114,7 +114,7 @@ describe("a refund of a commission in an open payout", () => {
 
     // The generation finishes (here: recovery) with the claim's older answer; the refund wins.
     h.clock.offsetMs = 31_000;
-    expect(await finishDrafts(h.deps)).toBe(1);
+    expect(await recoverStaleDrafts(h.deps)).toBe(1);
     expect((await h.payouts.getPayout({ productId, payoutId: draft.id })).payout).toMatchObject({
       status: PayoutStatus.PENDING,
       amountCents: 2000n,

@@ -1,4 +1,4 @@
-import { loadConfig, rpcServiceConfigShape, serviceUrls } from "@affiliate/platform";
+import { loadConfig, rpcServiceConfigShape, secret, serviceUrls } from "@affiliate/platform";
 import { z } from "zod";
 
 /** An owner's address (see serviceUrls); empty counts as unset (the owner is not called and not listed). */
@@ -16,9 +16,10 @@ export const configShape = {
   NOTIFIER_URL: ownerUrl,
   /**
    * Keys the email hash and seals the email while its erasure runs. Equal on every replica and
-   * kept across releases: a new key makes earlier receipts unfindable by email.
+   * kept across releases: a new key makes earlier receipts unfindable by email. In production it
+   * must be set (see `secret`).
    */
-  ERASURE_HASH_KEY: z.string().min(32).default("local-development-erasure-hash-key-change-me"),
+  ERASURE_HASH_KEY: secret("local-development-erasure-hash-key-change-me"),
   /** How often running erasures whose runner is gone (crash, owner outage) are resumed. */
   ERASURE_RESUME_INTERVAL_MS: z.coerce.number().int().min(100).default(10_000),
   /** How long a runner owns an erasure before the resume job may take it over. */

@@ -17,5 +17,5 @@ export function routes(deps: PrivacyServiceDeps) {
 
 export { EmailKeys } from "./domain/email-keys.js";
 export { resumeAbandonedErasures, runErasure } from "./domain/erase-customer.js";
-export type { ErasureOwner } from "./domain/ports.js";
+export type { PersonalDataHolder } from "./domain/ports.js";
 export { erasureOwnerOver } from "./rpc/owners.js";

@@ -9,11 +9,12 @@ import { parseArgs } from "node:util";
  *   npm run --silent admin -- products list
  *   npm run --silent admin -- keys rotate --product <product_id>
  *
- * It finds partners through the same variables as `npm start`: PARTNERS_URL, else
- * PARTNERS_RPC_PORT on 127.0.0.1, else port 7101.
+ * It finds partners through the same variables as `npm start`: PARTNERS_URL (in a cluster, from
+ * the ConfigMap affiliate-config), else PARTNERS_RPC_PORT on 127.0.0.1, else partners' port in
+ * deploy/services.json.
  */
-import { serviceUrl } from "@affiliate/mesh/services";
 import { runCommand, UsageError, usage } from "./commands.js";
+import { partnersUrl } from "./partners-url.js";
 
 try {
   const { positionals, values } = parseArgs({
@@ -24,7 +25,7 @@ try {
   if (values.help) {
     process.stdout.write(`${usage}\n`);
   } else {
-    const output = await runCommand(positionals, values, serviceUrl("partners", process.env));
+    const output = await runCommand(positionals, values, partnersUrl(process.env));
     process.stdout.write(`${JSON.stringify(output)}\n`);
   }
 } catch (error) {

@@ -1,3 +1,4 @@
+import { readFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 
@@ -20,43 +21,60 @@ export interface ServiceDefinition {
   defaultMetricsPort: number;
 }
 
+/** One entry of deploy/services.json: the list of services that the launcher, the image builds and the manifests' checks share. */
+export interface ServiceEntry {
+  name: string;
+  /** The npm workspace, e.g. `@affiliate/ledger`. */
+  workspace: string;
+  directory: string;
+  protocol: "rpc" | "http";
+  /** The RPC port (71xx), or the gateway's public port. */
+  port: number;
+  metricsPort: number;
+  /** The image name the manifests use (kustomize replaces it with the registry's). */
+  image: string;
+  /** The Postgres schema it owns, or null. */
+  schema: string | null;
+  /** The keys it reads from the Secret affiliate-secrets. */
+  secrets: string[];
+  /** The pods (app.kubernetes.io/name) its NetworkPolicy admits. */
+  callers: string[];
+}
+
+/** Where the list lives, read once when the launcher starts. */
+export const serviceListFile = join(repositoryRoot, "deploy", "services.json");
+
+/** The entries of deploy/services.json, in start order. */
+export const serviceEntries: ServiceEntry[] = JSON.parse(readFileSync(serviceListFile, "utf8")).services;
+
 /**
- * An internal service in `services/<name>`: it owns a schema, listens for RPC on `RPC_PORT`,
- * and its callers find it at `<NAME>_URL`.
+ * The launcher's view of an entry. An internal service listens for RPC on `RPC_PORT` and its
+ * callers find it at `<NAME>_URL`; the gateway listens on `PORT` and `HOST`.
  */
-function rpcService(name: string, defaultPort: number, defaultMetricsPort: number): ServiceDefinition {
+function definitionOf(entry: ServiceEntry): ServiceDefinition {
+  const common = {
+    name: entry.name,
+    directory: entry.directory,
+    migrates: entry.schema !== null,
+    protocol: entry.protocol,
+    defaultPort: entry.port,
+    defaultMetricsPort: entry.metricsPort,
+  };
+  if (entry.protocol === "http") {
+    return { ...common, listenEnv: (port, host) => ({ PORT: String(port), HOST: host }) };
+  }
   return {
-    name,
-    directory: `services/${name}`,
-    migrates: true,
-    protocol: "rpc",
-    defaultPort,
-    defaultMetricsPort,
+    ...common,
     listenEnv: (port, host) => ({ RPC_PORT: String(port), RPC_HOST: host }),
-    addressEnv: (url) => ({ [urlVariable(name)]: url }),
+    addressEnv: (url) => ({ [urlVariable(entry.name)]: url }),
   };
 }
 
 /**
  * The services of the mesh in start order: each one's callees start before it. The gateway comes
- * last and is the only public listener. A new service is one line here.
+ * last and is the only public listener. A new service is one entry in deploy/services.json.
  */
-export const services: ServiceDefinition[] = [
-  rpcService("partners", 7101, 9101),
-  rpcService("ledger", 7102, 9102),
-  rpcService("payouts", 7103, 9103),
-  rpcService("notifier", 7105, 9105),
-  rpcService("privacy", 7104, 9104),
-  {
-    name: "gateway",
-    directory: "services/gateway",
-    migrates: false,
-    protocol: "http",
-    defaultPort: 8080,
-    defaultMetricsPort: 9080,
-    listenEnv: (port, host) => ({ PORT: String(port), HOST: host }),
-  },
-];
+export const services: ServiceDefinition[] = serviceEntries.map(definitionOf);
 
 /** The variable that moves a service's port under `npm start`: `PORT` for the gateway, else `<NAME>_RPC_PORT`. */
 export function portVariable(service: ServiceDefinition): string {
@@ -71,15 +89,4 @@ export function metricsPortVariable(service: ServiceDefinition): string {
 /** The variable callers read to reach an internal service: `<NAME>_URL`. */
 export function urlVariable(name: string): string {
   return `${name.toUpperCase()}_URL`;
-}
-
-/**
- * Where a tool on this machine (the operator CLI) reaches an internal service, from the same
- * variables `npm start` reads: `<NAME>_URL`, else `<NAME>_RPC_PORT` on 127.0.0.1, else its default
- * port.
- */
-export function serviceUrl(name: string, env: NodeJS.ProcessEnv): string {
-  const service = services.find((s) => s.name === name && s.protocol === "rpc");
-  if (!service) throw new Error(`no internal service named ${name}`);
-  return env[urlVariable(name)] || `http://127.0.0.1:${env[portVariable(service)] || service.defaultPort}`;
 }

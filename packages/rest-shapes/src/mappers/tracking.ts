@@ -1,10 +1,10 @@
 import { EventType, type TrackedEvent } from "@affiliate/proto/ledger";
 import { timestampFromDate } from "@bufbuild/protobuf/wkt";
-import type { PublicEventType, PublicTrackedEvent, TrackEventBody } from "../schemas/tracking.js";
+import type { PublicTrackedEvent, PublicTrackingEventType, TrackEventBody } from "../schemas/tracking.js";
 import { commissionSkippedName, commissionStatusName } from "./commissions.js";
 import { ContractViolation, isoTime, namesOf, required } from "./common.js";
 
-const eventTypeValues: Record<PublicEventType, EventType> = {
+const eventTypeValues: Record<PublicTrackingEventType, EventType> = {
   click: EventType.CLICK,
   signup: EventType.SIGNUP,
   payment: EventType.PAYMENT,

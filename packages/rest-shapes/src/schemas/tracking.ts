@@ -2,9 +2,10 @@ import { z } from "zod";
 import { commissionRuleSchema, commissionSkippedSchema, commissionStatusSchema } from "./commissions.js";
 import { emailSchema, referralCodeSchema, text } from "./common.js";
 
-export const eventTypeSchema = z
-  .enum(["click", "signup", "payment"])
-  .meta({ id: "EventType", description: "What happened: a referral link was followed, a customer signed up or paid." });
+export const trackingEventTypeSchema = z.enum(["click", "signup", "payment"]).meta({
+  id: "TrackingEventType",
+  description: "What happened: a referral link was followed, a customer signed up or paid.",
+});
 
 /**
  * The largest payment (contract section 5): one billion in the major unit. The limit keeps every
@@ -19,7 +20,7 @@ const paymentRangeMessage = "Must be an integer from 1 to 100,000,000,000 cents"
  * time window of `occurred_at`, fields a click does not accept) and answers the same envelope.
  */
 const trackEventShape = {
-  type: eventTypeSchema,
+  type: trackingEventTypeSchema,
   referral_code: referralCodeSchema.optional().meta({
     description: "Required for a click. On a signup or payment, credits that partnership directly.",
     example: "jane-doe",
@@ -72,7 +73,7 @@ export const trackEventBodySchema = z
 export const trackedEventSchema = z
   .object({
     id: z.string().meta({ example: "evt_01hzy3v9k4" }),
-    type: eventTypeSchema,
+    type: trackingEventTypeSchema,
     partnership_id: z.string().nullable().meta({ description: "The partnership credited; null when unattributed." }),
     visitor_id: z.string().nullable(),
     occurred_at: z.iso.datetime().meta({ description: "ISO 8601 UTC with milliseconds." }),
@@ -191,4 +192,4 @@ export type PublicTrackBatchResponse = z.output<typeof trackBatchResponseSchema>
 export type PublicTrackedEvent = z.output<typeof trackedEventSchema>;
 export type PreviewCommissionsBody = z.output<typeof previewCommissionsBodySchema>;
 export type PublicCommissionPreview = z.output<typeof previewCommissionsResponseSchema>["data"];
-export type PublicEventType = z.output<typeof eventTypeSchema>;
+export type PublicTrackingEventType = z.output<typeof trackingEventTypeSchema>;

@@ -24,6 +24,9 @@ export const webhookEventTypes = [
 export const webhookEventTypeSchema = z.enum(webhookEventTypes).meta({ id: "WebhookEventType" });
 export type PublicWebhookEventType = z.output<typeof webhookEventTypeSchema>;
 
+/** Sent by a test delivery and the recovery probe; never subscribed to, always delivered. */
+export const webhookTestEventType = "webhook.test";
+
 const urlSchema = text({ min: 1, max: 2048 }).meta({
   description: "http(s) URL; private, loopback and link-local targets are refused.",
 });
@@ -126,7 +129,7 @@ export type PublicWebhook = z.output<typeof webhookSchema>;
 export type PublicDelivery = z.output<typeof deliverySchema>;
 export type PublicDeliveryDetail = z.output<typeof deliveryDetailSchema>;
 
-const body = (type: string, data: z.ZodType) =>
+const body = <T extends string>(type: T, data: z.ZodType) =>
   z.object({
     id: z.string().meta({ description: "The event id; also the webhook-id header." }),
     type: z.literal(type),
@@ -136,9 +139,11 @@ const body = (type: string, data: z.ZodType) =>
 
 /**
  * Every webhook body by event type, for the OpenAPI document's `webhooks` section: `data` is the
- * resource in the same shape as its GET answer.
+ * resource in the same shape as its GET answer. Keyed by the public types, so a type offered to
+ * merchants without its body (or a body of no offered type) fails to build; the notifier's
+ * subscriptions are keyed the same way (services/notifier/src/events/payloads.ts).
  */
-export const webhookBodies: Record<string, z.ZodType> = {
+export const webhookBodies = {
   "partnership.created": body("partnership.created", partnershipSchema),
   "partnership.reactivated": body("partnership.reactivated", partnershipSchema),
   "partnership.removed": body("partnership.removed", partnershipSchema),
@@ -157,5 +162,5 @@ export const webhookBodies: Record<string, z.ZodType> = {
     "customer.erased",
     z.object({ erasure_id: z.string(), requested_at: z.iso.datetime(), completed_at: z.iso.datetime() }),
   ),
-  "webhook.test": body("webhook.test", z.object({ webhook_id: z.string() })),
-};
+  [webhookTestEventType]: body(webhookTestEventType, z.object({ webhook_id: z.string() })),
+} satisfies { [T in PublicWebhookEventType | typeof webhookTestEventType]: z.ZodType };

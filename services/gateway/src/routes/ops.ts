@@ -13,7 +13,7 @@ import type { OpenApiDocument } from "../openapi.js";
 export type ServiceCheck = () => Promise<boolean>;
 
 /** The names of the services the gateway calls that are not ready; empty when all are. */
-export type ReadinessCheck = () => Promise<string[]>;
+export type ReadinessReport = () => Promise<string[]>;
 
 /**
  * Asks a service's grpc.health.v1 Health/Check (the whole server) over the gateway's own
@@ -32,7 +32,7 @@ export function serviceHealth(transport: Transport, timeoutMs = 1000): ServiceCh
 }
 
 /** Every service's check at once; a check that throws counts as not ready. */
-export function readinessOf(checks: Record<string, ServiceCheck>): ReadinessCheck {
+export function readinessOf(checks: Record<string, ServiceCheck>): ReadinessReport {
   return async () => {
     const entries = Object.entries(checks);
     const ready = await Promise.all(entries.map(([, check]) => check().catch(() => false)));
@@ -55,7 +55,7 @@ export function gatewayReadiness(
 }
 
 export interface OpsRouteDeps {
-  ready: ReadinessCheck;
+  ready: ReadinessReport;
   /** The document of every route; asked once the app is ready, when every route is registered. */
   document: () => OpenApiDocument;
 }

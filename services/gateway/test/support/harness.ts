@@ -11,7 +11,7 @@ import { pino } from "pino";
 import { expect } from "vitest";
 import type { z } from "zod";
 import { authenticateWith, KeyCache } from "../../src/auth/key-cache.js";
-import type { ReadinessCheck } from "../../src/routes/ops.js";
+import type { ReadinessReport } from "../../src/routes/ops.js";
 import { buildServer } from "../../src/server.js";
 import type { PartnershipStatsSource } from "../../src/stats-source.js";
 import { FakeLedger } from "./fake-ledger.js";
@@ -36,7 +36,7 @@ export interface GatewayOptions {
   /** A coalesced batch is sent once it holds this many events (100 unless given). */
   trackCoalesceMaxEvents?: number;
   stats?: PartnershipStatsSource;
-  ready?: ReadinessCheck;
+  ready?: ReadinessReport;
   /** Whether the key cache is serving (as when key rotations are followed). */
   trusted?: boolean;
   logger?: Logger;

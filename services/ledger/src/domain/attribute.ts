@@ -1,14 +1,14 @@
 import type { Queryable } from "@affiliate/platform";
 import type { PartnersDirectory } from "../partners-directory.js";
-import { latestClicks, latestSignups, type Referral } from "../store/events.js";
-import type { Attribution, EventType } from "./types.js";
+import { latestClicks, latestSignups, type Referral } from "../store/tracking-events.js";
+import type { Attribution, TrackingEventType } from "./types.js";
 
 const dayMs = 24 * 3600 * 1000;
 
 /** What attribution reads of an event: its customer fields already normalised. */
 export interface AttributionQuery {
   productId: string;
-  type: EventType;
+  type: TrackingEventType;
   referralCode?: string | undefined;
   visitorId?: string | undefined;
   customerEmail?: string | undefined;

@@ -2,19 +2,19 @@ import { DomainError, newId, normalizeEmail, type Queryable, type TransactionSql
 import { enqueueCommissionEvents } from "../events/outbox.js";
 import { getCommissionsOfEvents, insertCommissions, type NewCommission } from "../store/commissions.js";
 import {
-  type EventRow,
-  findPaymentsByExternalIds,
-  insertEventsUnlessReplay,
-  type StoredEvent,
-  setCommissionSkipped,
-} from "../store/events.js";
-import {
   addPayments,
   type CounterKey,
   counterKeyOf,
   type RecordedPayments,
   recordedPayments,
 } from "../store/payment-counters.js";
+import {
+  type EventRow,
+  findPaymentsByExternalIds,
+  insertEventsUnlessReplay,
+  type StoredEvent,
+  setCommissionSkipped,
+} from "../store/tracking-events.js";
 import { attributeInOrder, BatchDirectory } from "./attribute.js";
 import { recordCommissionChange } from "./commission-changes.js";
 import { RollupChanges } from "./rollup-changes.js";

@@ -1,13 +1,13 @@
 /** The ledger's own vocabulary; the RPC edge maps it to and from proto. */
 
-export type EventType = "click" | "signup" | "payment";
+export type TrackingEventType = "click" | "signup" | "payment";
 export type CommissionStatus = "pending" | "approved" | "paid" | "rejected" | "refunded";
 export type Period = "7d" | "30d" | "90d" | "12m";
 
 export interface TrackInput {
   productId: string;
   testMode: boolean;
-  type: EventType;
+  type: TrackingEventType;
   referralCode?: string | undefined;
   visitorId?: string | undefined;
   customerEmail?: string | undefined;
@@ -31,7 +31,7 @@ export interface CommissionSummary {
 
 export interface TrackedEvent {
   id: string;
-  type: EventType;
+  type: TrackingEventType;
   partnershipId: string | null;
   visitorId: string | null;
   occurredAt: Date;

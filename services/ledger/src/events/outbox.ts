@@ -1,5 +1,5 @@
 import { enqueueEvent, enqueueEvents, newId, type Queryable } from "@affiliate/platform";
-import { type EventType, ledgerEvents } from "@affiliate/proto/events";
+import { type DomainEvent, ledgerEvents } from "@affiliate/proto/events";
 import { create } from "@bufbuild/protobuf";
 import { timestampNow } from "@bufbuild/protobuf/wkt";
 import { commissionStatusToProto, commissionToProto, refundResultToProto } from "../codec.js";
@@ -19,11 +19,11 @@ function commissionWithoutPersonalData(commission: Commission) {
 type CommissionEventKind = "commissionCreated" | "commissionApproved" | "commissionRejected";
 
 /** The registry entry of a commission event: one type for the three, they share their fields. */
-const commissionEventType = (kind: CommissionEventKind): EventType<(typeof ledgerEvents)[typeof kind]["schema"]> =>
+const commissionDomainEvent = (kind: CommissionEventKind): DomainEvent<(typeof ledgerEvents)[typeof kind]["schema"]> =>
   ledgerEvents[kind];
 
 const commissionEvent = (kind: CommissionEventKind, commission: Commission) =>
-  create(commissionEventType(kind).schema, {
+  create(commissionDomainEvent(kind).schema, {
     id: newId("evt"),
     occurredAt: timestampNow(),
     commission: commissionWithoutPersonalData(commission),
@@ -35,7 +35,7 @@ export function enqueueCommissionEvent(
   kind: CommissionEventKind,
   commission: Commission,
 ): Promise<void> {
-  return enqueueEvent(tx, commissionEventType(kind), commissionEvent(kind, commission));
+  return enqueueEvent(tx, commissionDomainEvent(kind), commissionEvent(kind, commission));
 }
 
 /**
@@ -50,7 +50,7 @@ export function enqueueCommissionEvents(
 ): Promise<void> {
   return enqueueEvents(
     tx,
-    commissionEventType(kind),
+    commissionDomainEvent(kind),
     commissions.map((commission) => commissionEvent(kind, commission)),
     commissions.map(traceOf),
   );

@@ -1,16 +1,20 @@
 /** The notifier's records in the domain's words (no proto types here). */
 
-import { webhookEventTypes } from "@affiliate/rest-shapes/schemas/webhooks";
+import {
+  type PublicWebhookEventType,
+  webhookEventTypes,
+  webhookTestEventType,
+} from "@affiliate/rest-shapes/schemas/webhooks";
 
 /**
  * Public event types of contract section 9 a merchant can subscribe to: the list the REST
  * schemas and the OpenAPI document name, so the notifier cannot accept another.
  */
-export const eventTypes = webhookEventTypes;
-export type EventType = (typeof eventTypes)[number];
+export const webhookTypes = webhookEventTypes;
+export type WebhookEventType = PublicWebhookEventType;
 
 /** Sent by TestWebhook and the recovery probe; never subscribed to, always delivered. */
-export const testEventType = "webhook.test";
+export const testEventType = webhookTestEventType;
 
 export type DisabledReason = "merchant" | "failing" | "gone";
 

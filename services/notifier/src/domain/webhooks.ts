@@ -12,7 +12,7 @@ import {
 import { webhookNotFound } from "./errors.js";
 import { recordTestDelivery } from "./record-event.js";
 import { rotationOverlapMs } from "./schedule.js";
-import { type Delivery, type Endpoint, eventTypes } from "./types.js";
+import { type Delivery, type Endpoint, webhookTypes } from "./types.js";
 
 export interface WebhookDeps {
   sql: Sql;
@@ -27,11 +27,11 @@ function checkUrl(url: string, allowPrivate: boolean): void {
 }
 
 function checkEvents(events: string[]): string[] {
-  const unknown = events.filter((type) => !(eventTypes as readonly string[]).includes(type));
+  const unknown = events.filter((type) => !(webhookTypes as readonly string[]).includes(type));
   if (unknown.length > 0) {
     throw DomainError.invalidField(
       "events",
-      `Unknown event type: ${unknown.join(", ")}; known: ${eventTypes.join(", ")}`,
+      `Unknown event type: ${unknown.join(", ")}; known: ${webhookTypes.join(", ")}`,
     );
   }
   return [...new Set(events)];

@@ -7,7 +7,8 @@ import {
   streamName,
 } from "@affiliate/platform";
 import type { JetStreamManager } from "nats";
-import { recordEvent, wantsEvent } from "../domain/record-event.js";
+import { recordEvent } from "../domain/record-event.js";
+import type { Listeners } from "./listeners.js";
 import type { Owners } from "./owners.js";
 import { subscriptions } from "./payloads.js";
 
@@ -29,7 +30,8 @@ export function durableFor(subject: string): string {
  * One durable consumer per subscribed subject (durable `notifier_<subject>`). A handler only
  * records, in the transaction that marks the event applied: a redelivery records nothing twice,
  * and a crash before the commit leaves the event to be redelivered. An event no endpoint
- * listens to and that sends no email asks no owner anything and is acked without a transaction.
+ * listens to and that sends no email asks no owner anything and is acked without a transaction
+ * (and, while the index of listeners follows its feed, without a query).
  */
 export async function startConsumers(options: {
   sql: Sql;
@@ -38,9 +40,11 @@ export async function startConsumers(options: {
   namespace: string;
   logger: Logger;
   owners: Owners;
+  /** Which products listen to which event types (listeners.ts). */
+  listeners: Listeners;
   clock: () => Date;
 }): Promise<DurableConsumer[]> {
-  const { owners, clock } = options;
+  const { owners, listeners, clock } = options;
   return Promise.all(
     subscriptions.map((subscription) =>
       startDurableConsumer({
@@ -49,11 +53,11 @@ export async function startConsumers(options: {
         durable: durableFor(subscription.subject),
         subject: subscription.subject,
         concurrency: eventsAtOnce,
-        // Most events of a busy product reach no endpoint and send no email: one read decides,
-        // and such an event costs no transaction (and no commit) at all.
+        // Most events of a busy product reach no endpoint and send no email: the index of
+        // listeners decides without a query, and such an event costs no transaction at all.
         async changesNothing(message) {
           const { productId, sendsEmail } = subscription.peek(message.data);
-          return !sendsEmail && !(await wantsEvent(options.sql, productId, subscription.type));
+          return !sendsEmail && !(await listeners.listens(productId, subscription.type));
         },
         async handle(tx, message) {
           const event = await subscription.build(owners, message.id, message.data);

@@ -4,13 +4,7 @@
  * Personal data comes from its owners (events/owners.ts), never from the event.
  */
 import { decodeEvent, UndecodableEvent } from "@affiliate/platform";
-import {
-  type EventType as DomainEvent,
-  ledgerEvents,
-  partnersEvents,
-  payoutsEvents,
-  privacyEvents,
-} from "@affiliate/proto/events";
+import { type DomainEvent, ledgerEvents, partnersEvents, payoutsEvents, privacyEvents } from "@affiliate/proto/events";
 import {
   type CommissionApprovedSchema,
   type CommissionCreatedSchema,
@@ -39,17 +33,17 @@ import type { MessageShape } from "@bufbuild/protobuf";
 import { type Timestamp, timestampDate } from "@bufbuild/protobuf/wkt";
 import { refundNoticeEmail, welcomeEmail } from "../domain/email-templates.js";
 import type { NotifiableEvent } from "../domain/record-event.js";
-import type { EventType } from "../domain/types.js";
+import type { WebhookEventType } from "../domain/types.js";
 import type { Owners } from "./owners.js";
 
 const isoOf = (at: Timestamp | undefined) => (at ? timestampDate(at) : new Date()).toISOString();
 
 /** One subscription: the domain subject, the public type, and how to read the event. */
-export interface Subscription {
+export interface Subscription<T extends WebhookEventType = WebhookEventType> {
   /** The producing service, whose stream carries the subject. */
   stream: string;
   subject: string;
-  type: EventType;
+  type: T;
   /**
    * What the event alone says, without asking any service: its product, and whether it sends
    * the affiliate an email. An event no endpoint of the product subscribes to and that sends no
@@ -59,12 +53,12 @@ export interface Subscription {
   build(owners: Owners, eventId: string, data: Uint8Array): Promise<NotifiableEvent>;
 }
 
-function partnershipSubscription(
+function partnershipSubscription<T extends WebhookEventType>(
   domainEvent: DomainEvent<
     typeof PartnershipCreatedSchema | typeof PartnershipReactivatedSchema | typeof PartnershipRemovedSchema
   >,
-  type: EventType,
-): Subscription {
+  type: T,
+): Subscription<T> {
   const { service: stream, subject } = domainEvent;
   const read = (data: Uint8Array) => {
     const event = decodeEvent(domainEvent, data) as MessageShape<typeof PartnershipCreatedSchema>;
@@ -96,12 +90,12 @@ function partnershipSubscription(
   };
 }
 
-function commissionSubscription(
+function commissionSubscription<T extends WebhookEventType>(
   domainEvent: DomainEvent<
     typeof CommissionCreatedSchema | typeof CommissionApprovedSchema | typeof CommissionRejectedSchema
   >,
-  type: EventType,
-): Subscription {
+  type: T,
+): Subscription<T> {
   const { service: stream, subject } = domainEvent;
   const read = (data: Uint8Array) => {
     const event = decodeEvent(domainEvent, data);
@@ -137,7 +131,7 @@ function commissionSubscription(
  * affiliate is emailed on a full void or on any clawback of a paid commission (contract 7),
  * never on a partial refund of an unpaid one.
  */
-const commissionRefunded: Subscription = {
+const commissionRefunded: Subscription<"commission.refunded"> = {
   stream: ledgerEvents.commissionRefunded.service,
   subject: ledgerEvents.commissionRefunded.subject,
   type: "commission.refunded",
@@ -192,15 +186,15 @@ export function refundNotifiesAffiliate(event: MessageShape<typeof CommissionRef
   return fullVoid || clawback;
 }
 
-function payoutSubscription(
+function payoutSubscription<T extends WebhookEventType>(
   domainEvent: DomainEvent<
     | typeof PayoutCreatedSchema
     | typeof PayoutApprovedSchema
     | typeof PayoutRejectedSchema
     | typeof PayoutCompletedSchema
   >,
-  type: EventType,
-): Subscription {
+  type: T,
+): Subscription<T> {
   const { service: stream, subject } = domainEvent;
   const read = (data: Uint8Array) => {
     const event = decodeEvent(domainEvent, data);
@@ -233,7 +227,7 @@ function payoutSubscription(
  * customer.erased: the privacy service's receipt of a completed erasure (contract 9a). The event
  * and the webhook carry ids and times only, never the email, so nobody is asked anything.
  */
-const customerErased: Subscription = (() => {
+const customerErased: Subscription<"customer.erased"> = (() => {
   const erased = privacyEvents.customerErased;
   const read = (data: Uint8Array) => {
     const event = decodeEvent(erased, data);
@@ -265,18 +259,26 @@ const customerErased: Subscription = (() => {
   };
 })();
 
-/** Every event type of contract 9 the notifier consumes. */
-export const subscriptions: Subscription[] = [
-  partnershipSubscription(partnersEvents.partnershipCreated, "partnership.created"),
-  partnershipSubscription(partnersEvents.partnershipReactivated, "partnership.reactivated"),
-  partnershipSubscription(partnersEvents.partnershipRemoved, "partnership.removed"),
-  commissionSubscription(ledgerEvents.commissionCreated, "commission.created"),
-  commissionSubscription(ledgerEvents.commissionApproved, "commission.approved"),
-  commissionSubscription(ledgerEvents.commissionRejected, "commission.rejected"),
-  commissionRefunded,
-  payoutSubscription(payoutsEvents.payoutCreated, "payout.created"),
-  payoutSubscription(payoutsEvents.payoutApproved, "payout.approved"),
-  payoutSubscription(payoutsEvents.payoutRejected, "payout.rejected"),
-  payoutSubscription(payoutsEvents.payoutCompleted, "payout.completed"),
-  customerErased,
-];
+/**
+ * Every public event type of contract 9 and the subscription that produces it. Keyed by the
+ * public types (the list the REST schemas, the OpenAPI document and endpoint validation use), so a
+ * type offered to merchants and never delivered, or a subscription producing another type than
+ * its key, fails to build.
+ */
+export const subscriptionsByType = {
+  "partnership.created": partnershipSubscription(partnersEvents.partnershipCreated, "partnership.created"),
+  "partnership.reactivated": partnershipSubscription(partnersEvents.partnershipReactivated, "partnership.reactivated"),
+  "partnership.removed": partnershipSubscription(partnersEvents.partnershipRemoved, "partnership.removed"),
+  "commission.created": commissionSubscription(ledgerEvents.commissionCreated, "commission.created"),
+  "commission.approved": commissionSubscription(ledgerEvents.commissionApproved, "commission.approved"),
+  "commission.rejected": commissionSubscription(ledgerEvents.commissionRejected, "commission.rejected"),
+  "commission.refunded": commissionRefunded,
+  "payout.created": payoutSubscription(payoutsEvents.payoutCreated, "payout.created"),
+  "payout.approved": payoutSubscription(payoutsEvents.payoutApproved, "payout.approved"),
+  "payout.rejected": payoutSubscription(payoutsEvents.payoutRejected, "payout.rejected"),
+  "payout.completed": payoutSubscription(payoutsEvents.payoutCompleted, "payout.completed"),
+  "customer.erased": customerErased,
+} satisfies { [T in WebhookEventType]: Subscription<T> };
+
+/** The subscriptions as the consumers start them, one per domain subject. */
+export const subscriptions: readonly Subscription[] = Object.values(subscriptionsByType);

@@ -45,6 +45,15 @@ export function subscribedEndpoints(sql: Queryable, productId: string, type: str
     where product_id = ${productId} and (events = '{}' or ${type} = any(events))`;
 }
 
+/** Each endpoint's product and event types (empty: every type), of one product or of all. */
+export function endpointSubscriptions(
+  sql: Queryable,
+  productId?: string,
+): Promise<{ productId: string; events: string[] }[]> {
+  return sql<{ productId: string; events: string[] }[]>`
+    select product_id, events from endpoints ${productId === undefined ? sql`` : sql`where product_id = ${productId}`}`;
+}
+
 export async function updateEndpoint(
   sql: Queryable,
   productId: string,

@@ -148,7 +148,7 @@ async function releaseNow(deps: PayoutDeps, releases: { id: string; productId: s
  * fails is left for the next run and does not block the others. Returns how many drafts it
  * finished or abandoned.
  */
-export async function finishDrafts(deps: PayoutDeps): Promise<number> {
+export async function recoverStaleDrafts(deps: PayoutDeps): Promise<number> {
   const before = new Date(deps.clock().getTime() - draftRecoveryAgeMs);
   const failed: string[] = [];
   let finished = 0;

@@ -1,7 +1,13 @@
 import { newId } from "@affiliate/platform";
 import { claimUnappliedAdjustments, unappliedAdjustmentTotals } from "../store/adjustments.js";
 import { type Draft, insertDrafts } from "../store/payouts.js";
-import { finishClaimedDrafts, finishDrafts, type PayoutDeps, payoutBatchSize, qualifies } from "./finish-drafts.js";
+import {
+  finishClaimedDrafts,
+  type PayoutDeps,
+  payoutBatchSize,
+  qualifies,
+  recoverStaleDrafts,
+} from "./finish-drafts.js";
 import type { Payout } from "./types.js";
 
 /**
@@ -18,7 +24,7 @@ import type { Payout } from "./types.js";
  */
 export async function generatePayouts(deps: PayoutDeps, productId: string): Promise<Payout[]> {
   try {
-    await finishDrafts(deps);
+    await recoverStaleDrafts(deps);
   } catch (error) {
     deps.logger.warn({ err: error }, "draft recovery failed; generating anyway");
   }

@@ -1,5 +1,5 @@
 import { enqueueEvents, newId, type Queryable } from "@affiliate/platform";
-import { type EventType, payoutsEvents } from "@affiliate/proto/events";
+import { type DomainEvent, payoutsEvents } from "@affiliate/proto/events";
 import { create } from "@bufbuild/protobuf";
 import { timestampNow } from "@bufbuild/protobuf/wkt";
 import { payoutToProto } from "../codec.js";
@@ -15,7 +15,7 @@ export function enqueuePayoutEvent(tx: Queryable, kind: PayoutEventKind, payout:
 /** Writes one payout event per payout into the outbox of the caller's transaction, with one statement. */
 export function enqueuePayoutEvents(tx: Queryable, kind: PayoutEventKind, payouts: Payout[]): Promise<void> {
   // One type for the four events: they share their fields.
-  const event: EventType<(typeof payoutsEvents)[PayoutEventKind]["schema"]> = payoutsEvents[kind];
+  const event: DomainEvent<(typeof payoutsEvents)[PayoutEventKind]["schema"]> = payoutsEvents[kind];
   const occurredAt = timestampNow();
   return enqueueEvents(
     tx,

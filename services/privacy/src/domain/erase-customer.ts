@@ -9,13 +9,13 @@ import {
   recordOwnerErased,
 } from "../store/erasures.js";
 import type { EmailKeys } from "./email-keys.js";
-import type { Customer, ErasureOwner } from "./ports.js";
+import type { Customer, PersonalDataHolder } from "./ports.js";
 import type { Erasure } from "./types.js";
 
 export interface ErasureDeps {
   sql: Sql;
   /** The configured owners of personal data; an erasure calls those configured when it is requested. */
-  owners: readonly ErasureOwner[];
+  owners: readonly PersonalDataHolder[];
   keys: EmailKeys;
   /** How long a runner owns an erasure before the resume job may take it over. */
   leaseMs: number;
@@ -74,7 +74,7 @@ export async function runErasure(deps: ErasureDeps, erasureId: string): Promise<
     return { owner, erased };
   });
 
-  const erase = async (toErase: ErasureOwner[]) => {
+  const erase = async (toErase: PersonalDataHolder[]) => {
     const outcomes = await Promise.allSettled(
       toErase.map(async (owner) =>
         recordOwnerErased(sql, erasureId, owner.name, await owner.erase(customer, erasureId)),

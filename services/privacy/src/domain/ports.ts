@@ -13,7 +13,7 @@ export interface Customer {
 }
 
 /** One service that holds customers' personal data (ledger, partners, notifier). */
-export interface ErasureOwner {
+export interface PersonalDataHolder {
   /** Stable name, recorded with the erasure ("ledger"). */
   name: string;
   /**

@@ -1,7 +1,7 @@
 import { callTimeout, createRpcTransport } from "@affiliate/platform";
 import { ErasureOwnerService, type StoreCount } from "@affiliate/proto/erasure";
 import { type Client, createClient, type Transport } from "@connectrpc/connect";
-import type { ErasureOwner, StoreCounts } from "../domain/ports.js";
+import type { PersonalDataHolder, StoreCounts } from "../domain/ports.js";
 
 const countsOf = (stores: StoreCount[]): StoreCounts =>
   Object.fromEntries(stores.map(({ store, records }) => [store, Number(records)]));
@@ -11,7 +11,7 @@ export function erasureOwnerOver(
   name: string,
   client: Client<typeof ErasureOwnerService>,
   timeoutMs: number,
-): ErasureOwner {
+): PersonalDataHolder {
   return {
     name,
     async erase(customer, erasureId) {
@@ -32,9 +32,9 @@ export function erasureOwnerOver(
 export function configuredOwners(
   urls: Record<string, string | undefined>,
   timeoutMs: number,
-): { owners: ErasureOwner[]; transports: Record<string, Transport> } {
+): { owners: PersonalDataHolder[]; transports: Record<string, Transport> } {
   const transports: Record<string, Transport> = {};
-  const owners: ErasureOwner[] = [];
+  const owners: PersonalDataHolder[] = [];
   for (const [name, url] of Object.entries(urls)) {
     if (!url) continue;
     transports[name] = createRpcTransport(url, { timeoutMs });

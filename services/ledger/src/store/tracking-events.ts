@@ -1,5 +1,5 @@
 import type { Queryable } from "@affiliate/platform";
-import type { CommissionSkipped, CommissionSummary, EventType } from "../domain/types.js";
+import type { CommissionSkipped, CommissionSummary, TrackingEventType } from "../domain/types.js";
 
 /** Live events and sandbox events have the same shape and live in separate tables. */
 export const eventsTable = (testMode: boolean) => (testMode ? "sandbox_events" : "tracking_events");
@@ -7,7 +7,7 @@ export const eventsTable = (testMode: boolean) => (testMode ? "sandbox_events" :
 export interface EventRow {
   id: string;
   productId: string;
-  eventType: EventType;
+  eventType: TrackingEventType;
   partnershipId: string | null;
   visitorId: string | null;
   customerEmail: string | null;
