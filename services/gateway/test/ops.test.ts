@@ -178,7 +178,7 @@ describe("documentation", () => {
     expect(event.properties.amount_cents).toMatchObject({ type: "integer", minimum: 1, maximum: 100_000_000_000 });
     expect(event.properties.visitor_id).toMatchObject({ minLength: 1, maxLength: 128 });
     expect(event.properties.occurred_at).toMatchObject({ type: "string", format: "date-time" });
-    expect(document.components.schemas.EventType.enum).toEqual(["click", "signup", "payment"]);
+    expect(document.components.schemas.TrackingEventType.enum).toEqual(["click", "signup", "payment"]);
 
     const commission = document.components.schemas.Commission;
     expect(Object.keys(commission.properties)).toEqual([
