@@ -206,6 +206,12 @@ const commissionColumns = [
   "payment_amount_cents",
   "payment_occurred_at",
   "approved_at",
+  "rule_source",
+  "rule_type",
+  "rule_rate_bps",
+  "rule_flat_cents",
+  "rule_payment_number",
+  "rule_first_payment_at",
 ];
 
 const commissionLine = (c: NewCommission) =>
@@ -224,6 +230,12 @@ const commissionLine = (c: NewCommission) =>
     c.paymentAmountCents,
     c.paymentOccurredAt.toISOString(),
     c.status === "approved" ? c.holdUntil.toISOString() : null,
+    c.rule.source,
+    c.rule.type,
+    c.rule.rateBps,
+    c.rule.flatCents,
+    c.rule.paymentNumber,
+    c.rule.firstPaymentAt.toISOString(),
   ]);
 
 /** A commission of a payment, `approved` once its hold is over (by `now`), as the ledger makes it. */
@@ -251,6 +263,16 @@ function commissionOf(
     referralCode: payee.referralCode,
     paymentAmountCents: paymentCents,
     paymentOccurredAt: payment.occurredAt,
+    // The program's percentage; every seeded payment is its customer's first (the bench sets no
+    // limits, so no payment counter is seeded).
+    rule: {
+      source: "program",
+      type: "percent",
+      rateBps,
+      flatCents: null,
+      paymentNumber: 1,
+      firstPaymentAt: payment.occurredAt,
+    },
   };
 }
 

@@ -9,6 +9,7 @@ import {
   CommissionRejectedSchema,
 } from "./gen/affiliate/ledger/v1/events_pb.js";
 import {
+  PartnershipCommissionOverrideChangedSchema,
   PartnershipCreatedSchema,
   PartnershipReactivatedSchema,
   PartnershipRemovedSchema,
@@ -44,6 +45,10 @@ export const partnersEvents = {
   partnershipReactivated: domainEvent("partners.partnership.reactivated", PartnershipReactivatedSchema),
   partnershipRemoved: domainEvent("partners.partnership.removed", PartnershipRemovedSchema),
   partnershipStatusChanged: domainEvent("partners.partnership.status_changed", PartnershipStatusChangedSchema),
+  partnershipCommissionOverrideChanged: domainEvent(
+    "partners.partnership.commission_override_changed",
+    PartnershipCommissionOverrideChangedSchema,
+  ),
   productKeysRotated: domainEvent("partners.product.keys_rotated", ProductKeysRotatedSchema),
   programUpdated: domainEvent("partners.program.updated", ProgramUpdatedSchema),
 } as const;

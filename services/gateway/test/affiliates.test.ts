@@ -261,6 +261,7 @@ describe("GET /api/v1/affiliates", () => {
       referral_code: seeded[2]?.referralCode,
       created_at: "2025-01-02T03:04:08.678Z",
       affiliate: { id: seeded[2]?.affiliate?.id, email: "c@example.com", name: "" },
+      commission_override: null,
       stats: { clicks: 10, conversions: 0, earned_cents: 0 },
     });
     expect(stats.calls).toEqual([[seeded[2]?.id, seeded[1]?.id]]);
@@ -409,8 +410,13 @@ describe("PATCH and DELETE /api/v1/affiliates/:id", () => {
       id: pending.id,
       status: "active",
     });
-    expect(fake.requestsOf("updatePartnershipStatus")).toMatchObject([
-      { productId: product.productId, partnershipId: pending.id, status: PartnershipStatus.ACTIVE },
+    expect(fake.requestsOf("updatePartnership")).toMatchObject([
+      {
+        productId: product.productId,
+        partnershipId: pending.id,
+        status: PartnershipStatus.ACTIVE,
+        commissionOverrideChange: { case: undefined },
+      },
     ]);
   });
 
@@ -430,7 +436,7 @@ describe("PATCH and DELETE /api/v1/affiliates/:id", () => {
     const response = await call("PATCH", `/api/v1/affiliates/${active.id}`, { body: { status: "pending" } });
     expect(response.statusCode).toBe(400);
     expect(Object.keys(expectBody(validationErrorSchema, response.json()).details.fieldErrors)).toEqual(["status"]);
-    expect(fake.callsOf("updatePartnershipStatus")).toBe(0);
+    expect(fake.callsOf("updatePartnership")).toBe(0);
   });
 
   it("DELETE sets the status to removed", async () => {

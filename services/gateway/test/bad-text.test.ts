@@ -19,7 +19,7 @@ const badValues = { "U+0000": nul, "a lone high surrogate": loneHigh, "a lone lo
 type Method = "POST" | "PATCH" | "GET" | "DELETE";
 
 /** Fields with a fixed vocabulary or format: bad text fails that rule, whose message is the field's own. */
-const formatted = new Set(["status", "type", "action", "occurred_at", "since", "until"]);
+const formatted = new Set(["status", "type", "action", "occurred_at", "since", "until", "commission_type"]);
 
 /** A request with one bad body field, by route: a valid body, and which field to spoil. */
 const bodyFields: { method: Method; url: string; body: Record<string, unknown>; field: string }[] = [
@@ -49,6 +49,39 @@ const bodyFields: { method: Method; url: string; body: Record<string, unknown>; 
       ip: "192.0.2.1",
       user_agent: "Mozilla/5.0",
     },
+    field,
+  })),
+  ...[
+    "type",
+    "referral_code",
+    "visitor_id",
+    "customer_email",
+    "provider_customer_id",
+    "external_id",
+    "occurred_at",
+    "ip",
+    "user_agent",
+  ].map((field) => ({
+    method: "POST" as const,
+    url: "/api/v1/commissions/preview",
+    body: {
+      type: "payment",
+      referral_code: "jane-1",
+      visitor_id: "vis_1",
+      amount_cents: 1000,
+      customer_email: "c@example.com",
+      provider_customer_id: "cus_1",
+      external_id: "ch_1",
+      occurred_at: new Date().toISOString(),
+      ip: "192.0.2.1",
+      user_agent: "Mozilla/5.0",
+    },
+    field,
+  })),
+  ...["commission_type", "referral_url_template"].map((field) => ({
+    method: "PATCH" as const,
+    url: "/api/v1/program",
+    body: { commission_type: "percent", referral_url_template: "https://acme.com/?ref={code}" },
     field,
   })),
   { method: "PATCH", url: "/api/v1/commissions/com_1", body: { action: "reject", reason: "fraud" }, field: "reason" },

@@ -37,6 +37,7 @@ describe("GET /api/v1/commissions/:id", () => {
         customer_email: "buyer@example.com",
         payment_amount_cents: 10_000,
         payout_id: "po_1",
+        rule: null,
       },
     });
     expect(ledger.requestsOf("getCommission")).toMatchObject([

@@ -59,6 +59,7 @@ describe("mappers", () => {
       referral_code: "CODE1",
       created_at: "2025-01-02T03:04:05.678Z",
       affiliate: { id: "aff_1", email: "a@example.com", name: "A" },
+      commission_override: null,
       stats: { clicks: 3, conversions: 2, earned_cents: 150n },
     });
   });
@@ -169,6 +170,7 @@ describe("ledger mappers", () => {
       customer_email: null,
       payment_amount_cents: 12_345,
       payout_id: null,
+      rule: null,
     });
     const linked = create(CommissionSchema, { ...commission, payoutId: "po_1", customerEmail: "c@example.com" });
     expect(toPublicCommission(linked, partnership)).toMatchObject({
@@ -203,6 +205,7 @@ describe("ledger mappers", () => {
       occurred_at: "2025-01-02T03:04:05.678Z",
       test_mode: true,
       commissions: [{ id: null, level: 1, amount_cents: 2000, status: "approved" }],
+      commission_skipped: null,
     });
     expect(() => toPublicTrackedEvent(undefined)).toThrow(ContractViolation);
     expect(() => toPublicTrackedEvent(create(TrackedEventSchema, { ...event, type: EventType.UNSPECIFIED }))).toThrow(

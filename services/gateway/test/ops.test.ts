@@ -194,6 +194,7 @@ describe("documentation", () => {
       "customer_email",
       "payment_amount_cents",
       "payout_id",
+      "rule",
     ]);
     expect(document.components.schemas.CommissionStatus.enum).toEqual([
       "pending",

@@ -19,6 +19,11 @@ describe("GET /api/v1/program", () => {
         attribution_window_days: 60,
         auto_approve: true,
         currency: "usd",
+        commission_type: "percent",
+        commission_flat_cents: 0,
+        max_commission_months: null,
+        max_commission_payments: null,
+        referral_url_template: null,
       },
     });
   });

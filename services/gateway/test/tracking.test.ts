@@ -35,6 +35,7 @@ describe("POST /events", () => {
         occurred_at: "2025-03-04T05:06:07.890Z",
         test_mode: false,
         commissions: [],
+        commission_skipped: null,
       },
     });
     expect(sent(gateway)).toMatchObject([
@@ -69,6 +70,7 @@ describe("POST /events", () => {
       occurred_at: "2025-03-04T05:06:07.890Z",
       test_mode: false,
       commissions: [{ id: expect.stringMatching(/^com_/), level: 1, amount_cents: 2469, status: "pending" }],
+      commission_skipped: null,
     });
     const [request] = sent(gateway);
     expect(request).toMatchObject({

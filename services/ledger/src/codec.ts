@@ -1,15 +1,21 @@
 import { DomainError, fromProtoEnum, toStatus } from "@affiliate/platform";
 import {
   type Commission as CommissionProto,
+  type CommissionRule as CommissionRuleProto,
+  CommissionRuleSchema,
   CommissionSchema,
+  CommissionSkipped as CommissionSkippedProto,
   CommissionStatus as CommissionStatusProto,
   EventType as EventTypeProto,
   type GetTimeseriesResponseSchema,
   type Metrics as MetricsProto,
   MetricsSchema,
   Period as PeriodProto,
+  type PreviewCommissionsResponseSchema,
   type RefundResult as RefundResultProto,
   RefundResultSchema,
+  RuleSource,
+  RuleType,
   type TrackBatchResult,
   TrackBatchResultSchema,
   type TrackedEvent as TrackedEventProto,
@@ -19,11 +25,14 @@ import {
 } from "@affiliate/proto/ledger";
 import { create, type MessageInitShape } from "@bufbuild/protobuf";
 import { timestampDate, timestampFromDate } from "@bufbuild/protobuf/wkt";
+import type { CommissionPreview } from "./domain/preview-commissions.js";
 import type { RefundResult } from "./domain/refund-payment.js";
 import type { TrackOutcome } from "./domain/track-batch.js";
 import type { TrackResult } from "./domain/track-event.js";
 import type {
   Commission,
+  CommissionRule,
+  CommissionSkipped,
   CommissionStatus,
   Metrics,
   Period,
@@ -53,6 +62,38 @@ export const periodFromProto: Partial<Record<PeriodProto, Period>> = {
   [PeriodProto.PERIOD_12M]: "12m",
 };
 
+export const commissionSkippedToProto: Record<CommissionSkipped, CommissionSkippedProto> = {
+  max_commission_months: CommissionSkippedProto.MAX_COMMISSION_MONTHS,
+  max_commission_payments: CommissionSkippedProto.MAX_COMMISSION_PAYMENTS,
+};
+
+const skippedToProto = (skipped: CommissionSkipped | null) =>
+  skipped === null ? CommissionSkippedProto.UNSPECIFIED : commissionSkippedToProto[skipped];
+
+export function commissionRuleToProto(rule: CommissionRule): CommissionRuleProto {
+  return create(CommissionRuleSchema, {
+    source: rule.source === "partnership" ? RuleSource.PARTNERSHIP : RuleSource.PROGRAM,
+    type: rule.type === "flat" ? RuleType.FLAT : RuleType.PERCENT,
+    rateBps: rule.rateBps ?? undefined,
+    flatCents: rule.flatCents === null ? undefined : BigInt(rule.flatCents),
+    paymentNumber: rule.paymentNumber,
+    firstPaymentAt: timestampFromDate(rule.firstPaymentAt),
+  });
+}
+
+export function previewToProto(preview: CommissionPreview): MessageInitShape<typeof PreviewCommissionsResponseSchema> {
+  return {
+    partnershipId: preview.partnershipId ?? "",
+    commissions: preview.commissions.map((c) => ({
+      level: c.level,
+      partnershipId: c.partnershipId,
+      amountCents: BigInt(c.amountCents),
+      rule: commissionRuleToProto(c.rule),
+    })),
+    commissionSkipped: skippedToProto(preview.skipped),
+  };
+}
+
 export function commissionToProto(c: Commission): CommissionProto {
   return create(CommissionSchema, {
     id: c.id,
@@ -70,6 +111,7 @@ export function commissionToProto(c: Commission): CommissionProto {
     payoutId: c.payoutId ?? "",
     eventId: c.eventId,
     reason: c.reason ?? "",
+    rule: c.rule ? commissionRuleToProto(c.rule) : undefined,
   });
 }
 
@@ -121,6 +163,7 @@ export function trackedEventToProto(e: TrackedEvent): TrackedEventProto {
       amountCents: BigInt(c.amountCents),
       status: commissionStatusToProto[c.status],
     })),
+    commissionSkipped: skippedToProto(e.commissionSkipped),
   });
 }
 

@@ -1,9 +1,15 @@
 import { asRead, followWhileConnected, type Logger, type NatsConnection, streamName } from "@affiliate/platform";
 import { partnersEvents } from "@affiliate/proto/events";
-import { PartnershipStatus, type PartnersService, type ResolveAttributionResponse } from "@affiliate/proto/partners";
+import {
+  type CommissionOverride,
+  CommissionType,
+  PartnershipStatus,
+  type PartnersService,
+  type ResolveAttributionResponse,
+} from "@affiliate/proto/partners";
 import { fromBinary } from "@bufbuild/protobuf";
 import { type Client, Code, ConnectError } from "@connectrpc/connect";
-import type { Attribution } from "./domain/types.js";
+import type { Attribution, CommissionTerms } from "./domain/types.js";
 
 /** Where the ledger learns who an event is credited to. */
 export interface PartnersDirectory {
@@ -19,18 +25,45 @@ const statusNames: Record<number, Attribution["status"]> = {
   [PartnershipStatus.REMOVED]: "removed",
 };
 
+/** A limit on the wire: 0 is none. */
+const limitFromProto = (limit: number) => (limit === 0 ? null : limit);
+const typeFromProto = (type: CommissionType) => (type === CommissionType.FLAT ? "flat" : "percent");
+
+/** The fields the override sets; the others stay absent (inherited). */
+function overrideFromProto(override: CommissionOverride | undefined): Partial<CommissionTerms> | null {
+  if (!override) return null;
+  const terms: Partial<CommissionTerms> = {};
+  if (override.commissionType !== CommissionType.UNSPECIFIED)
+    terms.commissionType = typeFromProto(override.commissionType);
+  if (override.commissionRateBps !== undefined) terms.commissionRateBps = override.commissionRateBps;
+  if (override.commissionFlatCents !== undefined) terms.commissionFlatCents = Number(override.commissionFlatCents);
+  if (override.tier2RateBps !== undefined) terms.tier2RateBps = override.tier2RateBps;
+  if (override.maxCommissionMonths !== undefined)
+    terms.maxCommissionMonths = limitFromProto(override.maxCommissionMonths);
+  if (override.maxCommissionPayments !== undefined) {
+    terms.maxCommissionPayments = limitFromProto(override.maxCommissionPayments);
+  }
+  return terms;
+}
+
 function fromProto(res: ResolveAttributionResponse): Attribution {
+  const program = res.program;
   return {
     partnershipId: res.partnershipId,
     referralCode: res.referralCode,
     status: statusNames[res.status] ?? "removed",
     activeSponsorPartnershipId: res.activeSponsorPartnershipId || null,
     program: {
-      commissionRateBps: res.program?.commissionRateBps ?? 0,
-      tier2RateBps: res.program?.tier2RateBps ?? 0,
-      holdDays: res.program?.holdDays ?? 0,
-      attributionWindowDays: res.program?.attributionWindowDays ?? 0,
+      commissionType: typeFromProto(program?.commissionType ?? CommissionType.PERCENT),
+      commissionRateBps: program?.commissionRateBps ?? 0,
+      commissionFlatCents: Number(program?.commissionFlatCents ?? 0n),
+      tier2RateBps: program?.tier2RateBps ?? 0,
+      maxCommissionMonths: limitFromProto(program?.maxCommissionMonths ?? 0),
+      maxCommissionPayments: limitFromProto(program?.maxCommissionPayments ?? 0),
+      holdDays: program?.holdDays ?? 0,
+      attributionWindowDays: program?.attributionWindowDays ?? 0,
     },
+    commissionOverride: overrideFromProto(res.commissionOverride),
   };
 }
 
@@ -43,7 +76,7 @@ interface Entry {
 /**
  * Partners' ResolveAttribution behind a cache, so a tracked event costs no RPC once its
  * partnership is known. Entries of a product are dropped (by bumping the product's version) on
- * any status change or program update of that product, so "changes apply to commissions created
+ * any status change, commission override change or program update of that product, so "changes apply to commissions created
  * afterwards" holds within the event's latency. The cache is trusted only while the event feed
  * runs; without it every lookup asks partners.
  */
@@ -99,12 +132,15 @@ export class CachedPartnersDirectory implements PartnersDirectory {
   }
 }
 
-/** Evicts the product a partners status or program event concerns. */
+/** Evicts the product a partners status, override or program event concerns. */
 export function evictOnPartnersEvent(directory: CachedPartnersDirectory) {
   return ({ subject, data }: { subject: string; data: Uint8Array }): void => {
-    const { partnershipStatusChanged, programUpdated } = partnersEvents;
+    const { partnershipStatusChanged, partnershipCommissionOverrideChanged, programUpdated } = partnersEvents;
     if (subject === partnershipStatusChanged.subject) {
       const productId = fromBinary(partnershipStatusChanged.schema, data).partnership?.productId;
+      if (productId) directory.evictProduct(productId);
+    } else if (subject === partnershipCommissionOverrideChanged.subject) {
+      const productId = fromBinary(partnershipCommissionOverrideChanged.schema, data).partnership?.productId;
       if (productId) directory.evictProduct(productId);
     } else if (subject === programUpdated.subject) {
       const productId = fromBinary(programUpdated.schema, data).program?.productId;

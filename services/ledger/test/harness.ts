@@ -78,7 +78,7 @@ export const uniqueEmail = (tag = "cust") => `${unique(tag)}@example.com`;
 /** A product with the given program settings. */
 export async function newProduct(
   h: Harness,
-  settings: Omit<MessageInitShape<typeof UpdateProgramRequestSchema>, "productId"> = {},
+  settings: Omit<MessageInitShape<typeof UpdateProgramRequestSchema>, "productId" | "$typeName"> = {},
 ) {
   const { product } = await h.admin.createProduct({ name: unique("product") });
   const productId = product?.id ?? "";

@@ -55,10 +55,12 @@ beforeAll(async () => {
     from generate_series(1, ${seededEvents}) g`;
   await h.sql`
     insert into commissions (id, product_id, partnership_id, event_id, level, original_amount_cents, amount_cents,
-                             status, hold_until, referral_code, payment_amount_cents, payment_occurred_at, payout_id)
+                             status, hold_until, referral_code, payment_amount_cents, payment_occurred_at, payout_id,
+                             rule_source, rule_type, rule_rate_bps, rule_payment_number, rule_first_payment_at)
     select 'com_seed' || substr(id, 9), product_id, partnership_id, id, 1, amount_cents / 5, amount_cents / 5,
            case when paid then 'paid' else 'approved' end, occurred_at, 'seed', amount_cents, occurred_at,
-           case when paid then 'po_seed' || to_char(occurred_at, 'YYYYMM') || partnership_id end
+           case when paid then 'po_seed' || to_char(occurred_at, 'YYYYMM') || partnership_id end,
+           'program', 'percent', 2000, 1, occurred_at
     from (select *, occurred_at < now() - interval '30 days' as paid from tracking_events
           where id like 'evt_seed%' and event_type = 'payment' and partnership_id is not null) payments`;
   await h.sql`vacuum analyze tracking_events`;

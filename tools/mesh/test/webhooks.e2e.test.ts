@@ -240,7 +240,11 @@ describe("webhooks through the mesh", () => {
       expect(arrived).toHaveLength(1);
       return arrived;
     }, 30_000);
-    expect(JSON.parse(arrival?.body ?? "{}")).toMatchObject({ type: "commission.created", data: { id: commissionId } });
+    // The commission in its REST shape, with the rule it was made with (contract section 12).
+    expect(JSON.parse(arrival?.body ?? "{}")).toMatchObject({
+      type: "commission.created",
+      data: { id: commissionId, rule: { source: "program", type: "percent", payment_number: 1 } },
+    });
     const traceparent = String(arrival?.headers.traceparent);
     expect(traceparent).toMatch(/^00-[0-9a-f]{32}-[0-9a-f]{16}-0[01]$/);
     expect(traceparent.split("-")[1]).toBe(traceId);

@@ -1,5 +1,7 @@
 import {
   type BulkRegistrationResult,
+  type CommissionOverride,
+  CommissionType,
   type Partnership,
   PartnershipStatus,
   type RegisterAffiliateResponse,
@@ -9,6 +11,7 @@ import type { PartnershipFigures, PartnershipStats } from "../figures.js";
 import type {
   BulkAction,
   BulkResult,
+  PublicCommissionOverride,
   PublicPartnership,
   PublicPartnershipDetail,
   RegisterAffiliateResponseBody,
@@ -52,6 +55,48 @@ export function partnershipOf(response: { partnership?: Partnership }): Partners
   return required(response.partnership, "partnership");
 }
 
+const commissionTypeNames: Record<CommissionType, "percent" | "flat" | undefined> = {
+  [CommissionType.UNSPECIFIED]: undefined,
+  [CommissionType.PERCENT]: "percent",
+  [CommissionType.FLAT]: "flat",
+};
+
+/** A limit on the wire: 0 is "no limit" (null), unset is inherited (left out). */
+const limitName = (limit: number | undefined) => (limit === undefined ? undefined : limit === 0 ? null : limit);
+
+/** The override's fields that are set, in their public names; the others are left out (inherited). */
+export function toPublicCommissionOverride(override: CommissionOverride): PublicCommissionOverride {
+  const fields: PublicCommissionOverride = {
+    commission_type: commissionTypeNames[override.commissionType],
+    commission_rate_bps: override.commissionRateBps,
+    commission_flat_cents:
+      override.commissionFlatCents === undefined ? undefined : Number(override.commissionFlatCents),
+    tier2_rate_bps: override.tier2RateBps,
+    max_commission_months: limitName(override.maxCommissionMonths),
+    max_commission_payments: limitName(override.maxCommissionPayments),
+  };
+  return Object.fromEntries(Object.entries(fields).filter(([, value]) => value !== undefined));
+}
+
+/** The public override as the partners RPC takes it: a null limit is 0 (no limit), a field left out stays unset. */
+export function commissionOverrideValue(override: PublicCommissionOverride) {
+  const limit = (value: number | null | undefined) => (value === null ? 0 : value);
+  return {
+    commissionType:
+      override.commission_type === undefined
+        ? CommissionType.UNSPECIFIED
+        : override.commission_type === "flat"
+          ? CommissionType.FLAT
+          : CommissionType.PERCENT,
+    commissionRateBps: override.commission_rate_bps,
+    commissionFlatCents:
+      override.commission_flat_cents === undefined ? undefined : BigInt(override.commission_flat_cents),
+    tier2RateBps: override.tier2_rate_bps,
+    maxCommissionMonths: limit(override.max_commission_months),
+    maxCommissionPayments: limit(override.max_commission_payments),
+  };
+}
+
 export function toPublicPartnership(partnership: Partnership, stats: PartnershipStats): PublicPartnership {
   const affiliate = required(partnership.affiliate, "partnership.affiliate");
   return {
@@ -60,6 +105,9 @@ export function toPublicPartnership(partnership: Partnership, stats: Partnership
     referral_code: partnership.referralCode,
     created_at: isoTime(partnership.createdAt, "partnership.created_at", "partners"),
     affiliate: { id: affiliate.id, email: affiliate.email, name: affiliate.name },
+    commission_override: partnership.commissionOverride
+      ? toPublicCommissionOverride(partnership.commissionOverride)
+      : null,
     stats: { clicks: stats.clicks, conversions: stats.conversions, earned_cents: stats.earned_cents },
   };
 }

@@ -1,6 +1,20 @@
-import { type Commission, CommissionStatus } from "@affiliate/proto/ledger";
+import {
+  type Commission,
+  type CommissionRule,
+  CommissionSkipped,
+  CommissionStatus,
+  type PreviewCommissionsResponse,
+  RuleSource,
+  RuleType,
+} from "@affiliate/proto/ledger";
 import type { Partnership } from "@affiliate/proto/partners";
-import type { PublicCommission, PublicCommissionStatus } from "../schemas/commissions.js";
+import type {
+  PublicCommission,
+  PublicCommissionRule,
+  PublicCommissionSkipped,
+  PublicCommissionStatus,
+} from "../schemas/commissions.js";
+import type { PublicCommissionPreview } from "../schemas/tracking.js";
 import { ContractViolation, isoTime, namesOf, required } from "./common.js";
 
 const commissionStatusValues: Record<PublicCommissionStatus, CommissionStatus> = {
@@ -20,6 +34,46 @@ export function commissionStatusName(status: CommissionStatus): PublicCommission
 
 export function commissionStatusValue(name: PublicCommissionStatus): CommissionStatus {
   return commissionStatusValues[name];
+}
+
+const skippedNames: Record<CommissionSkipped, PublicCommissionSkipped> = {
+  [CommissionSkipped.UNSPECIFIED]: null,
+  [CommissionSkipped.MAX_COMMISSION_MONTHS]: "max_commission_months",
+  [CommissionSkipped.MAX_COMMISSION_PAYMENTS]: "max_commission_payments",
+};
+
+export function commissionSkippedName(skipped: CommissionSkipped): PublicCommissionSkipped {
+  const name = skippedNames[skipped];
+  if (name === undefined) throw new ContractViolation(`commission_skipped ${skipped} has no public name`);
+  return name;
+}
+
+export function toPublicCommissionRule(rule: CommissionRule): PublicCommissionRule {
+  if (rule.source === RuleSource.UNSPECIFIED || rule.type === RuleType.UNSPECIFIED) {
+    throw new ContractViolation("commission rule without a source or a type");
+  }
+  return {
+    source: rule.source === RuleSource.PARTNERSHIP ? "partnership" : "program",
+    type: rule.type === RuleType.FLAT ? "flat" : "percent",
+    rate_bps: rule.rateBps ?? null,
+    flat_cents: rule.flatCents === undefined ? null : Number(rule.flatCents),
+    payment_number: rule.paymentNumber,
+    first_payment_at: isoTime(rule.firstPaymentAt, "commission.rule.first_payment_at", "ledger"),
+  };
+}
+
+/** What a payment would earn now (contract section 12), as POST /api/v1/commissions/preview answers. */
+export function toPublicCommissionPreview(preview: PreviewCommissionsResponse): PublicCommissionPreview {
+  return {
+    partnership_id: preview.partnershipId || null,
+    commissions: preview.commissions.map((commission) => ({
+      level: commission.level,
+      partnership_id: commission.partnershipId,
+      amount_cents: Number(commission.amountCents),
+      rule: toPublicCommissionRule(required(commission.rule, "preview.commissions[].rule", "ledger")),
+    })),
+    commission_skipped: commissionSkippedName(preview.commissionSkipped),
+  };
 }
 
 /**
@@ -42,6 +96,7 @@ export function toPublicCommission(commission: Commission, partnership: Partners
     customer_email: commission.customerEmail ?? null,
     payment_amount_cents: Number(commission.paymentAmountCents),
     payout_id: commission.payoutId || null,
+    rule: commission.rule ? toPublicCommissionRule(commission.rule) : null,
   };
 }
 

@@ -1,4 +1,4 @@
-import type { Program } from "@affiliate/proto/partners";
+import { CommissionType, type Program } from "@affiliate/proto/partners";
 import type { PublicProgram } from "../schemas/program.js";
 
 export function toPublicProgram(program: Program): PublicProgram {
@@ -12,5 +12,11 @@ export function toPublicProgram(program: Program): PublicProgram {
     attribution_window_days: program.attributionWindowDays,
     auto_approve: program.autoApprove,
     currency: program.currency,
+    commission_type: program.commissionType === CommissionType.FLAT ? "flat" : "percent",
+    commission_flat_cents: Number(program.commissionFlatCents),
+    // 0 on the wire is no limit.
+    max_commission_months: program.maxCommissionMonths || null,
+    max_commission_payments: program.maxCommissionPayments || null,
+    referral_url_template: program.referralUrlTemplate || null,
   };
 }

@@ -1,7 +1,7 @@
 import { EventType, type TrackedEvent } from "@affiliate/proto/ledger";
 import { timestampFromDate } from "@bufbuild/protobuf/wkt";
 import type { PublicTrackedEvent, PublicTrackingEventType, TrackEventBody } from "../schemas/tracking.js";
-import { commissionStatusName } from "./commissions.js";
+import { commissionSkippedName, commissionStatusName } from "./commissions.js";
 import { ContractViolation, isoTime, namesOf, required } from "./common.js";
 
 const eventTypeValues: Record<PublicTrackingEventType, EventType> = {
@@ -44,5 +44,6 @@ export function toPublicTrackedEvent(event: TrackedEvent | undefined): PublicTra
       amount_cents: Number(commission.amountCents),
       status: commissionStatusName(commission.status),
     })),
+    commission_skipped: commissionSkippedName(tracked.commissionSkipped),
   };
 }

@@ -1,3 +1,8 @@
+import {
+  maxCommissionMonthsLimit,
+  maxCommissionPaymentsLimit,
+  maxFlatCents,
+} from "@affiliate/platform/commission-terms";
 import { z } from "zod";
 import {
   centsSumSchema,
@@ -9,6 +14,7 @@ import {
   referralCodeSchema,
   text,
 } from "./common.js";
+import { commissionTypeSchema } from "./program.js";
 
 const email = emailSchema.meta({
   description: "The affiliate's email; trimmed and lowercased.",
@@ -102,8 +108,63 @@ export const listAffiliatesQuerySchema = z.object({
 
 export const partnershipIdParamsSchema = idParamsSchema("Partnership id (ptn_…).");
 
+/**
+ * An integer field of the override. Its messages name it: a value error inside an object is
+ * reported under the object's name (`fieldErrors.commission_override`), so the message says which
+ * field it is about.
+ */
+const overrideInteger = (field: string, min: number, max: number) => {
+  const message = `${field}: Must be an integer from ${min} to ${max.toLocaleString("en-US")}`;
+  return z.int(message).min(min, message).max(max, message);
+};
+
+/**
+ * A partnership's own commission terms (contract section 12): each field given overrides the
+ * program's setting for this partnership, each field left out inherits it.
+ */
+export const commissionOverrideSchema = z
+  .object({
+    commission_type: z
+      .enum(["percent", "flat"], "commission_type: Must be percent or flat")
+      .optional()
+      .meta({ description: commissionTypeSchema.description }),
+    commission_rate_bps: overrideInteger("commission_rate_bps", 0, 10_000)
+      .optional()
+      .meta({ description: "Level-1 rate in basis points, 0-10000." }),
+    commission_flat_cents: overrideInteger("commission_flat_cents", 0, maxFlatCents)
+      .optional()
+      .meta({ description: "The flat level-1 amount per attributed payment, in cents; capped at the payment." }),
+    tier2_rate_bps: overrideInteger("tier2_rate_bps", 0, 10_000)
+      .optional()
+      .meta({ description: "The level-2 rate this partnership earns as a sponsor, in basis points, 0-10000." }),
+    max_commission_months: overrideInteger("max_commission_months", 1, maxCommissionMonthsLimit)
+      .nullable()
+      .optional()
+      .meta({ description: "1-120 calendar months, or null for no limit whatever the program's." }),
+    max_commission_payments: overrideInteger("max_commission_payments", 1, maxCommissionPaymentsLimit)
+      .nullable()
+      .optional()
+      .meta({ description: "1-1000 payments per customer, or null for no limit whatever the program's." }),
+  })
+  .meta({
+    id: "CommissionOverride",
+    description:
+      'Fields given override the program\'s settings for this partnership; fields left out inherit them. An override with `commission_type: "flat"` carries its own `commission_flat_cents` (1 or more). Errors are reported under `commission_override`, each message naming its field.',
+  });
+
 export const updatePartnershipBodySchema = z
-  .object({ status: z.enum(["active", "rejected", "removed"]) })
+  .object({
+    status: z.enum(["active", "rejected", "removed"]).optional(),
+    commission_override: commissionOverrideSchema.nullable().optional().meta({
+      description:
+        "Replaces the partnership's override as a whole; `null` removes it (the program's settings apply again); `{}` is the same as `null`. Applies to payments recorded afterwards.",
+    }),
+  })
+  .superRefine((body, context) => {
+    if (body.status === undefined && body.commission_override === undefined) {
+      context.addIssue({ code: "custom", path: [], message: "Give a status, a commission_override, or both" });
+    }
+  })
   .meta({ id: "UpdatePartnershipRequest" });
 
 const count = z.int().min(0);
@@ -115,6 +176,9 @@ export const partnershipSchema = z
     referral_code: z.string(),
     created_at: z.iso.datetime().meta({ description: "ISO 8601 UTC with milliseconds." }),
     affiliate: z.object({ id: z.string(), email: z.string(), name: z.string() }),
+    commission_override: commissionOverrideSchema
+      .nullable()
+      .meta({ description: "The partnership's own commission terms; null when it follows the program's." }),
     stats: z
       .object({ clicks: count, conversions: count, earned_cents: centsSumSchema })
       .meta({ description: "All-time values." }),
@@ -140,6 +204,8 @@ export const partnershipListResponseSchema = z.object({
 });
 
 export type PublicPartnership = z.output<typeof partnershipSchema>;
+export type PublicCommissionOverride = z.output<typeof commissionOverrideSchema>;
+export type UpdatePartnershipBody = z.output<typeof updatePartnershipBodySchema>;
 export type PublicPartnershipDetail = z.output<typeof partnershipDetailSchema>;
 export type RegisterAffiliateResponseBody = z.output<typeof registerAffiliateResponseSchema>;
 export type BulkRegisterResponseBody = z.output<typeof bulkRegisterResponseSchema>;

@@ -9,7 +9,43 @@ export const commissionStatusSchema = z.enum(["pending", "approved", "paid", "re
 
 export type PublicCommissionStatus = z.output<typeof commissionStatusSchema>;
 
-/** A commission exactly as spec section 2.2 lists it. */
+/** Why an attributed payment earned nothing (contract section 12). */
+export const commissionSkippedSchema = z.enum(["max_commission_months", "max_commission_payments"]).nullable().meta({
+  id: "CommissionSkipped",
+  description:
+    "Why an attributed payment earned nothing: it occurred `max_commission_months` or more after the customer's first attributed payment to the partnership, or the customer's first `max_commission_payments` payments had already earned. null otherwise.",
+});
+
+/** The rule a commission was made with, frozen when its payment was recorded (contract section 12). */
+export const commissionRuleSchema = z
+  .object({
+    source: z.enum(["program", "partnership"]).meta({
+      description:
+        "Whose settings gave the amount: the program's, or the earning partnership's `commission_override` (for level 2: the sponsor's `tier2_rate_bps`).",
+    }),
+    type: z.enum(["percent", "flat"]).meta({ description: "Level 2 is always percent." }),
+    rate_bps: z.int().min(0).max(10_000).nullable().meta({ description: "The rate applied; null for flat." }),
+    flat_cents: z
+      .int()
+      .min(0)
+      .nullable()
+      .meta({ description: "The flat amount applied before the cap at the payment; null for percent." }),
+    payment_number: z.int().min(1).meta({
+      description:
+        "The payment's number among the customer's attributed payments to the level-1 partnership, counted when recorded (1 = first).",
+    }),
+    first_payment_at: z.iso.datetime().meta({
+      description:
+        "When the customer's first attributed payment to the level-1 partnership occurred: the anchor of `max_commission_months`. A refund of that payment does not move it.",
+    }),
+  })
+  .meta({
+    id: "CommissionRule",
+    description:
+      "Frozen at creation: later setting changes never re-rate the commission, and refunds scale its original amount.",
+  });
+
+/** A commission exactly as spec section 2.2 lists it, with the rule that made it. */
 export const commissionSchema = z
   .object({
     id: z.string().meta({ example: "com_01hzy3v9k4" }),
@@ -29,6 +65,9 @@ export const commissionSchema = z
     customer_email: z.string().nullable().meta({ description: "The paying customer; null after erasure or if none." }),
     payment_amount_cents: z.int().meta({ description: "The original payment the commission derives from." }),
     payout_id: z.string().nullable().meta({ description: "The payout holding it; null until it is bundled." }),
+    rule: commissionRuleSchema
+      .nullable()
+      .meta({ description: "The rule that made it; null only for commissions created before rules were recorded." }),
   })
   .meta({ id: "Commission" });
 
@@ -58,4 +97,6 @@ export const commissionListResponseSchema = z.object({
 });
 
 export type PublicCommission = z.output<typeof commissionSchema>;
+export type PublicCommissionRule = z.output<typeof commissionRuleSchema>;
+export type PublicCommissionSkipped = z.output<typeof commissionSkippedSchema>;
 export type UpdateCommissionBody = z.output<typeof updateCommissionBodySchema>;

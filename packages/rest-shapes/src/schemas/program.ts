@@ -1,6 +1,31 @@
+import {
+  maxCommissionMonthsLimit,
+  maxCommissionPaymentsLimit,
+  maxFlatCents,
+  maxReferralUrlTemplateLength,
+  referralUrlTemplateProblem,
+} from "@affiliate/platform/commission-terms";
 import { z } from "zod";
+import { text } from "./common.js";
 
 const bps = z.int().min(0).max(10_000);
+
+/** How a level-1 commission is computed (contract section 12). */
+export const commissionTypeSchema = z.enum(["percent", "flat"]).meta({
+  description:
+    "`percent`: level 1 = payment × `commission_rate_bps` / 10000, rounded half up. `flat`: level 1 = `commission_flat_cents` per attributed payment, at most the payment. Level 2 is always a percentage.",
+});
+export const commissionFlatCentsSchema = z.int().min(0).max(maxFlatCents).meta({
+  description: "The flat level-1 amount per attributed payment, in cents, 0-100,000,000,000; capped at the payment.",
+});
+export const maxCommissionMonthsSchema = z.int().min(1).max(maxCommissionMonthsLimit).nullable().meta({
+  description:
+    "null (lifetime) or 1-120: a payment earns only if it occurred less than this many calendar months after the customer's first attributed payment to the same partnership (UTC; a day the month lacks is its last day: Jan 31 + 1 month = Feb 28, or 29 in a leap year).",
+});
+export const maxCommissionPaymentsSchema = z.int().min(1).max(maxCommissionPaymentsLimit).nullable().meta({
+  description:
+    "null (unlimited) or 1-1000: only the customer's first this many attributed payments to the same partnership earn.",
+});
 
 /** A product's program settings; the writable fields' rules are those of contract section 3. */
 export const programSchema = z
@@ -18,8 +43,27 @@ export const programSchema = z
       .meta({ description: "How long a click attributes a later signup or payment." }),
     auto_approve: z.boolean().meta({ description: "False: new registrations start pending." }),
     currency: z.string().meta({ description: "ISO 4217, lowercase. Read-only.", example: "usd" }),
+    commission_type: commissionTypeSchema,
+    commission_flat_cents: commissionFlatCentsSchema,
+    max_commission_months: maxCommissionMonthsSchema,
+    max_commission_payments: maxCommissionPaymentsSchema,
+    referral_url_template: text({ max: maxReferralUrlTemplateLength })
+      .superRefine((template, context) => {
+        const problem = referralUrlTemplateProblem(template);
+        if (problem) context.addIssue({ code: "custom", message: problem });
+      })
+      .nullable()
+      .meta({
+        description:
+          "null or an http(s) URL containing `{code}` (replaced by the affiliate's referral code), shown to affiliates as their link.",
+        example: "https://acme.com/?ref={code}",
+      }),
   })
-  .meta({ id: "Program" });
+  .meta({
+    id: "Program",
+    description:
+      "The customer, for the limits: `provider_customer_id`, else `customer_email`; a payment with neither is its own first payment. A payment past a limit is recorded, attributed and counted in stats, and earns nothing (`commission_skipped`).",
+  });
 
 const writable = programSchema.shape;
 
@@ -39,6 +83,11 @@ export const updateProgramBodySchema = z
     payout_minimum_cents: writable.payout_minimum_cents.optional(),
     attribution_window_days: writable.attribution_window_days.optional(),
     auto_approve: writable.auto_approve.optional(),
+    commission_type: writable.commission_type.optional(),
+    commission_flat_cents: writable.commission_flat_cents.optional(),
+    max_commission_months: writable.max_commission_months.optional(),
+    max_commission_payments: writable.max_commission_payments.optional(),
+    referral_url_template: writable.referral_url_template.optional(),
     ...Object.fromEntries(
       readOnlyFields.map((field) => [field, z.unknown().optional().meta({ description: "Read-only: refused." })]),
     ),

@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { commissionStatusSchema } from "./commissions.js";
+import { commissionRuleSchema, commissionSkippedSchema, commissionStatusSchema } from "./commissions.js";
 import { emailSchema, referralCodeSchema, text } from "./common.js";
 
 export const trackingEventTypeSchema = z.enum(["click", "signup", "payment"]).meta({
@@ -19,45 +19,47 @@ const paymentRangeMessage = "Must be an integer from 1 to 100,000,000,000 cents"
  * state (a click names its referral code, a payment its amount); the ledger checks the rest (the
  * time window of `occurred_at`, fields a click does not accept) and answers the same envelope.
  */
+const trackEventShape = {
+  type: trackingEventTypeSchema,
+  referral_code: referralCodeSchema.optional().meta({
+    description: "Required for a click. On a signup or payment, credits that partnership directly.",
+    example: "jane-doe",
+  }),
+  visitor_id: text({ min: 1, max: 128 }).optional().meta({
+    description:
+      "The visitor's id, 1-128 characters. Generated (vis_…) for a click without one and returned; on a signup or payment, attributes through the visitor's latest click inside the attribution window.",
+  }),
+  customer_email: emailSchema.optional().meta({
+    description: "Signup or payment: the customer's email; trimmed and lowercased before storage.",
+    override: { format: "email" },
+  }),
+  provider_customer_id: text({ min: 1, max: 255 })
+    .optional()
+    .meta({ description: "Signup or payment: the payment provider's customer id." }),
+  amount_cents: z
+    .int(paymentRangeMessage)
+    .min(1, paymentRangeMessage)
+    .max(maxPaymentCents, paymentRangeMessage)
+    .optional()
+    .meta({ description: "Payment: required, the amount paid in cents, 1 to 100,000,000,000." }),
+  external_id: text({ min: 1, max: 255 }).optional().meta({
+    description:
+      "Payment: the merchant's transaction id, unique per product. A payment with an external_id already recorded answers 200 with the original event.",
+  }),
+  occurred_at: z.iso
+    .datetime({ offset: true })
+    .transform((value) => new Date(value))
+    .optional()
+    .meta({
+      description: "ISO 8601 timestamp; defaults to now. At most 5 minutes ahead and 400 days back.",
+      example: "2025-01-02T03:04:05.678Z",
+    }),
+  ip: text({ min: 1, max: 64 }).optional().meta({ description: "The customer's IP address." }),
+  user_agent: text({ min: 1, max: 1024 }).optional().meta({ description: "The customer's user agent." }),
+};
+
 export const trackEventBodySchema = z
-  .object({
-    type: trackingEventTypeSchema,
-    referral_code: referralCodeSchema.optional().meta({
-      description: "Required for a click. On a signup or payment, credits that partnership directly.",
-      example: "jane-doe",
-    }),
-    visitor_id: text({ min: 1, max: 128 }).optional().meta({
-      description:
-        "The visitor's id, 1-128 characters. Generated (vis_…) for a click without one and returned; on a signup or payment, attributes through the visitor's latest click inside the attribution window.",
-    }),
-    customer_email: emailSchema.optional().meta({
-      description: "Signup or payment: the customer's email; trimmed and lowercased before storage.",
-      override: { format: "email" },
-    }),
-    provider_customer_id: text({ min: 1, max: 255 })
-      .optional()
-      .meta({ description: "Signup or payment: the payment provider's customer id." }),
-    amount_cents: z
-      .int(paymentRangeMessage)
-      .min(1, paymentRangeMessage)
-      .max(maxPaymentCents, paymentRangeMessage)
-      .optional()
-      .meta({ description: "Payment: required, the amount paid in cents, 1 to 100,000,000,000." }),
-    external_id: text({ min: 1, max: 255 }).optional().meta({
-      description:
-        "Payment: the merchant's transaction id, unique per product. A payment with an external_id already recorded answers 200 with the original event.",
-    }),
-    occurred_at: z.iso
-      .datetime({ offset: true })
-      .transform((value) => new Date(value))
-      .optional()
-      .meta({
-        description: "ISO 8601 timestamp; defaults to now. At most 5 minutes ahead and 400 days back.",
-        example: "2025-01-02T03:04:05.678Z",
-      }),
-    ip: text({ min: 1, max: 64 }).optional().meta({ description: "The customer's IP address." }),
-    user_agent: text({ min: 1, max: 1024 }).optional().meta({ description: "The customer's user agent." }),
-  })
+  .object(trackEventShape)
   .superRefine((event, context) => {
     if (event.type === "click" && event.referral_code === undefined) {
       context.addIssue({ code: "custom", path: ["referral_code"], message: "Required for a click" });
@@ -86,10 +88,52 @@ export const trackedEventSchema = z
         }),
       )
       .meta({ description: "Created by this payment (live), or that it would create (sandbox)." }),
+    commission_skipped: commissionSkippedSchema,
   })
   .meta({ id: "TrackedEvent" });
 
 export const trackEventResponseSchema = z.object({ data: trackedEventSchema });
+
+const previewTypeMessage = "A preview is of a payment: type must be payment";
+
+/**
+ * POST /api/v1/commissions/preview (contract section 12): a payment as POST /events takes it;
+ * `type`, if given, must be `payment`, and `external_id` is ignored.
+ */
+export const previewCommissionsBodySchema = z
+  .object({
+    ...trackEventShape,
+    type: z.enum(["payment"], previewTypeMessage).optional().meta({ description: "Optional; if given, `payment`." }),
+    external_id: trackEventShape.external_id.meta({ description: "Ignored: a preview is never a replay." }),
+  })
+  .superRefine((payment, context) => {
+    if (payment.amount_cents === undefined) {
+      context.addIssue({ code: "custom", path: ["amount_cents"], message: "Required for a payment" });
+    }
+  })
+  .meta({ id: "PreviewCommissionsRequest" });
+
+export const previewedCommissionSchema = z.object({
+  level: z.int().min(1).max(2).meta({ description: "1 = direct, 2 = sponsor override." }),
+  partnership_id: z.string().meta({ description: "The partnership that would earn it." }),
+  amount_cents: z.int(),
+  rule: commissionRuleSchema,
+});
+
+export const previewCommissionsResponseSchema = z
+  .object({
+    data: z.object({
+      partnership_id: z
+        .string()
+        .nullable()
+        .meta({ description: "The partnership the payment would be credited to; null when unattributed." }),
+      commissions: z
+        .array(previewedCommissionSchema)
+        .meta({ description: "What it would earn now, level 1 first; empty when nothing." }),
+      commission_skipped: commissionSkippedSchema,
+    }),
+  })
+  .meta({ id: "CommissionPreview" });
 
 /** The most events one POST /events/batch takes (contract section 5a). */
 export const maxBatchEvents = 500;
@@ -146,4 +190,6 @@ export type TrackEventBody = z.output<typeof trackEventBodySchema>;
 export type PublicTrackBatchResult = z.output<typeof trackBatchResultSchema>;
 export type PublicTrackBatchResponse = z.output<typeof trackBatchResponseSchema>;
 export type PublicTrackedEvent = z.output<typeof trackedEventSchema>;
+export type PreviewCommissionsBody = z.output<typeof previewCommissionsBodySchema>;
+export type PublicCommissionPreview = z.output<typeof previewCommissionsResponseSchema>["data"];
 export type PublicTrackingEventType = z.output<typeof trackingEventTypeSchema>;

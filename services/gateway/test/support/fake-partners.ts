@@ -144,6 +144,16 @@ export class FakePartners extends CallLog<PartnersMethod> {
     return { outcome: known ? RegistrationOutcome.JOINED : RegistrationOutcome.CREATED, partnership };
   }
 
+  #moveTo(partnership: Partnership, status: PartnershipStatus): void {
+    if (!allowedTransitions[partnership.status].includes(status)) {
+      throw new ConnectError(
+        `A partnership cannot go from ${PartnershipStatus[partnership.status].toLowerCase()} to ${PartnershipStatus[status].toLowerCase()}`,
+        Code.FailedPrecondition,
+      );
+    }
+    partnership.status = status;
+  }
+
   #partnershipOrThrow(productId: string, id: string): Partnership {
     const partnership = this.partnerships.get(id);
     if (!partnership || partnership.productId !== productId) {
@@ -231,13 +241,15 @@ export class FakePartners extends CallLog<PartnersMethod> {
       }),
       updatePartnershipStatus: ({ productId, partnershipId, status }) => {
         const partnership = this.#partnershipOrThrow(productId, partnershipId);
-        if (!allowedTransitions[partnership.status].includes(status)) {
-          throw new ConnectError(
-            `A partnership cannot go from ${PartnershipStatus[partnership.status].toLowerCase()} to ${PartnershipStatus[status].toLowerCase()}`,
-            Code.FailedPrecondition,
-          );
-        }
-        partnership.status = status;
+        this.#moveTo(partnership, status);
+        return { partnership };
+      },
+      // Like partners: every change applies or none does (the transition is checked first).
+      updatePartnership: ({ productId, partnershipId, status, commissionOverrideChange: change }) => {
+        const partnership = this.#partnershipOrThrow(productId, partnershipId);
+        if (status !== PartnershipStatus.UNSPECIFIED) this.#moveTo(partnership, status);
+        if (change.case === "setCommissionOverride") partnership.commissionOverride = change.value;
+        if (change.case === "clearCommissionOverride") partnership.commissionOverride = undefined;
         return { partnership };
       },
     };

@@ -1,17 +1,33 @@
-import { DomainError, newId, normalizeEmail, type TransactionSql } from "@affiliate/platform";
+import { DomainError, newId, normalizeEmail, type Queryable, type TransactionSql } from "@affiliate/platform";
 import { enqueueCommissionEvents } from "../events/outbox.js";
 import { getCommissionsOfEvents, insertCommissions, type NewCommission } from "../store/commissions.js";
+import {
+  addPayments,
+  type CounterKey,
+  counterKeyOf,
+  type RecordedPayments,
+  recordedPayments,
+} from "../store/payment-counters.js";
 import {
   type EventRow,
   findPaymentsByExternalIds,
   insertEventsUnlessReplay,
   type StoredEvent,
+  setCommissionSkipped,
 } from "../store/tracking-events.js";
 import { attributeInOrder, BatchDirectory } from "./attribute.js";
 import { recordCommissionChange } from "./commission-changes.js";
-import { commissionAmount } from "./money.js";
 import { RollupChanges } from "./rollup-changes.js";
-import { newVisitorId, trackErrors } from "./rules.js";
+import {
+  type CommissionDecision,
+  customerKey,
+  decideCommissions,
+  firstPayment,
+  newVisitorId,
+  nextPayment,
+  type PaymentHistory,
+  trackErrors,
+} from "./rules.js";
 import type { TrackDeps, TrackResult } from "./track-event.js";
 import type { Attribution, CommissionSummary, TrackedEvent, TrackInput } from "./types.js";
 
@@ -42,11 +58,12 @@ interface Pending {
 /**
  * Records events (contract sections 5 and 5a) as if each were sent alone, in order, and answers
  * each with its own outcome. An invalid event, or a click on a dead link, fails alone: everything
- * is validated and attributed before anything is written. Then all the live events, their
- * commissions (level 1 for an active partnership, level 2 for its active sponsor), the rollup
- * changes and the commission.created events are written in one transaction with one statement
- * each (one upsert per rollup row the batch touches); sandbox events are one insert into their
- * own table and only say what they would have created.
+ * is validated and attributed before anything is written. Then all the live events, the
+ * customers' payment counters, their commissions (decideCommissions: level 1 for an active
+ * partnership within its limits, level 2 for its active sponsor), the rollup changes and the
+ * commission.created events are written in one transaction with one statement each (one upsert
+ * per rollup row the batch touches); sandbox events are one insert into their own table and only
+ * say what they would have earned against the live history, counting toward nothing.
  *
  * Replays: a payment whose external_id is already recorded answers the original (200) without
  * being attributed again; the same external_id later in the batch, or in a concurrent call (the
@@ -146,14 +163,15 @@ async function recordAll(deps: ModeDeps, events: Pending[], outcomes: TrackOutco
       continue;
     }
     const row = eventRow(pending, attribution);
-    const commissions =
-      row.eventType === "payment" && attribution?.status === "active"
-        ? await planCommissions(deps, row, attribution)
-        : [];
-    planned.push({ pending, row, commissions });
+    const sponsor = attribution?.activeSponsorPartnershipId
+      ? await deps.partners.byPartnershipId(row.productId, attribution.activeSponsorPartnershipId)
+      : undefined;
+    planned.push({ pending, row, attribution, sponsor });
   }
 
-  const recorded = testMode ? await writeSandbox(deps, planned) : await sql.begin((tx) => writeLive(tx, planned));
+  const recorded = testMode
+    ? await writeSandbox(deps, planned)
+    : await sql.begin((tx) => writeLive(tx, deps.now, planned));
   for (const { pending } of planned) {
     const result = recorded.get(pending.position);
     outcomes[pending.position] = result
@@ -187,44 +205,112 @@ function eventRow(pending: Pending, attribution: Attribution | undefined): Event
   };
 }
 
-/** Level 1 for the partnership; level 2 for its sponsor when the sponsor is active. */
-async function planCommissions(deps: ModeDeps, event: EventRow, attribution: Attribution): Promise<NewCommission[]> {
-  const payment = event.amountCents ?? 0;
-  const holdUntil = new Date(event.occurredAt.getTime() + attribution.program.holdDays * dayMs);
-  const status = holdUntil <= deps.now ? "approved" : "pending";
-  const common = {
-    productId: event.productId,
-    eventId: event.id,
-    status,
-    holdUntil,
-    paymentAmountCents: payment,
-    paymentOccurredAt: event.occurredAt,
-  } as const;
-  const levelOne: NewCommission = {
-    ...common,
-    id: newId("com"),
-    partnershipId: attribution.partnershipId,
-    level: 1,
-    parentCommissionId: null,
-    amountCents: commissionAmount(payment, attribution.program.commissionRateBps),
-    referralCode: attribution.referralCode,
-  };
-  const sponsor = attribution.activeSponsorPartnershipId
-    ? await deps.partners.byPartnershipId(event.productId, attribution.activeSponsorPartnershipId)
-    : undefined;
-  if (sponsor?.status !== "active") return [levelOne];
-  return [
-    levelOne,
-    {
-      ...common,
-      id: newId("com"),
-      partnershipId: sponsor.partnershipId,
-      level: 2,
-      parentCommissionId: levelOne.id,
-      amountCents: commissionAmount(payment, attribution.program.tier2RateBps),
-      referralCode: sponsor.referralCode,
-    },
-  ];
+/** A payment's counter: the customer's payments to the partnership it is attributed to; undefined without a customer. */
+export function counterOf(
+  event: Pick<EventRow, "eventType" | "productId" | "partnershipId" | "providerCustomerId" | "customerEmail">,
+): CounterKey | undefined {
+  if (event.eventType !== "payment" || event.partnershipId === null) return undefined;
+  const key = customerKey(event);
+  return key === undefined
+    ? undefined
+    : { productId: event.productId, partnershipId: event.partnershipId, customerKey: key };
+}
+
+/**
+ * Numbers the attributed live payments being recorded (in the caller's transaction): each
+ * customer's counter gains its payments of the batch, in batch order, after those recorded
+ * before; the counter rows stay locked until commit (addPayments).
+ */
+async function numberPayments(tx: Queryable, payments: EventRow[]): Promise<Map<string, PaymentHistory>> {
+  const byCounter = new Map<string, { key: CounterKey; events: EventRow[] }>();
+  const histories = new Map<string, PaymentHistory>();
+  for (const event of payments) {
+    const key = counterOf(event);
+    if (!key) {
+      histories.set(event.id, firstPayment(event.occurredAt));
+      continue;
+    }
+    const group = byCounter.get(counterKeyOf(key)) ?? { key, events: [] };
+    group.events.push(event);
+    byCounter.set(counterKeyOf(key), group);
+  }
+  const before = await addPayments(
+    tx,
+    [...byCounter.values()].map(({ key, events }) => ({
+      ...key,
+      payments: events.length,
+      firstPaymentAt: (events[0] as EventRow).occurredAt,
+      firstEventId: (events[0] as EventRow).id,
+    })),
+  );
+  for (const [counter, { events }] of byCounter) {
+    let recorded = before.get(counter);
+    for (const event of events) {
+      const history = nextPayment(recorded, event.occurredAt);
+      histories.set(event.id, history);
+      recorded = { payments: history.paymentNumber, firstPaymentAt: history.firstPaymentAt };
+    }
+  }
+  return histories;
+}
+
+/** The histories of sandbox payments: each as the next live payment of its customer, counting nothing. */
+async function previewHistories(sql: Queryable, payments: EventRow[]): Promise<Map<string, PaymentHistory>> {
+  const keys = new Map(payments.map((event) => [event.id, counterOf(event)]));
+  const recorded: Map<string, RecordedPayments> = await recordedPayments(
+    sql,
+    [...keys.values()].filter((key): key is CounterKey => key !== undefined),
+  );
+  return new Map(
+    payments.map((event) => {
+      const key = keys.get(event.id);
+      return [event.id, nextPayment(key ? recorded.get(counterKeyOf(key)) : undefined, event.occurredAt)];
+    }),
+  );
+}
+
+const noCommission: CommissionDecision = { commissions: [], skipped: null };
+
+/** What an event earns: only an attributed payment does, by decideCommissions. */
+function decisionOf(planned: Planned, histories: Map<string, PaymentHistory>): CommissionDecision {
+  const { row, attribution, sponsor } = planned;
+  const history = histories.get(row.id);
+  if (row.eventType !== "payment" || !attribution || !history) return noCommission;
+  return decideCommissions(
+    { amountCents: row.amountCents ?? 0, occurredAt: row.occurredAt },
+    attribution,
+    sponsor,
+    history,
+  );
+}
+
+/** The decision's commissions as rows: ids (the level-2 one pointing at level 1), status and hold. */
+function newCommissions(planned: Planned, decision: CommissionDecision, now: Date): NewCommission[] {
+  const { row, attribution } = planned;
+  if (!attribution || decision.commissions.length === 0) return [];
+  const holdUntil = new Date(row.occurredAt.getTime() + attribution.program.holdDays * dayMs);
+  const status = holdUntil <= now ? "approved" : "pending";
+  let parentCommissionId: string | null = null;
+  return decision.commissions.map((earned) => {
+    const id = newId("com");
+    const commission: NewCommission = {
+      id,
+      productId: row.productId,
+      partnershipId: earned.partnershipId,
+      eventId: row.id,
+      level: earned.level,
+      parentCommissionId: earned.level === 2 ? parentCommissionId : null,
+      amountCents: earned.amountCents,
+      status,
+      holdUntil,
+      referralCode: earned.referralCode,
+      paymentAmountCents: row.amountCents ?? 0,
+      paymentOccurredAt: row.occurredAt,
+      rule: earned.rule,
+    };
+    if (earned.level === 1) parentCommissionId = id;
+    return commission;
+  });
 }
 
 const summaryOf = ({ id, level, amountCents, status }: CommissionSummary): CommissionSummary => ({
@@ -234,25 +320,49 @@ const summaryOf = ({ id, level, amountCents, status }: CommissionSummary): Commi
   status,
 });
 
-type Planned = { pending: Pending; row: EventRow; commissions: NewCommission[] };
+/** An event to record, with the partnership it is credited to and that partnership's active sponsor. */
+type Planned = {
+  pending: Pending;
+  row: EventRow;
+  attribution: Attribution | undefined;
+  sponsor: Attribution | undefined;
+};
 
 /**
  * The live writes, in one transaction: the events first (their ON CONFLICT decides which
- * payments are replays), then the commissions of the events inserted, then the outbox rows and
- * the rollups, issued together (postgres.js pipelines them in issue order). Rollup rows are the
- * hot ones, so they come last: their locks are held from this round trip to COMMIT.
+ * payments are replays), then the payment counters of the events inserted (numbering each
+ * customer's payments, rows locked in key order), then their commissions as decideCommissions
+ * gives them, then the outbox rows and the rollups, issued together (postgres.js pipelines them
+ * in issue order). Rollup rows are the hot ones, so they come last: their locks are held from
+ * this round trip to COMMIT.
  */
-async function writeLive(tx: TransactionSql, planned: Planned[]): Promise<Map<number, TrackResult>> {
+async function writeLive(tx: TransactionSql, now: Date, planned: Planned[]): Promise<Map<number, TrackResult>> {
   const inserted = await insertEventsUnlessReplay(
     tx,
     false,
     planned.map((p) => p.row),
   );
   const kept = planned.filter((p) => inserted.has(p.row.id));
-  const commissions = kept.flatMap((p) => p.commissions);
-  const created = await insertCommissions(tx, commissions);
+  const histories = await numberPayments(
+    tx,
+    kept.flatMap((p) => (p.row.eventType === "payment" && p.attribution ? [p.row] : [])),
+  );
+  const decided = kept.map((p) => {
+    const decision = decisionOf(p, histories);
+    return { ...p, decision, commissions: newCommissions(p, decision, now) };
+  });
+  const [created] = await Promise.all([
+    insertCommissions(
+      tx,
+      decided.flatMap((d) => d.commissions),
+    ),
+    setCommissionSkipped(
+      tx,
+      decided.flatMap((d) => (d.decision.skipped ? [{ eventId: d.row.id, reason: d.decision.skipped }] : [])),
+    ),
+  ]);
   const changes = new RollupChanges();
-  for (const { row, commissions: own } of kept) addEventToRollups(changes, row, own);
+  for (const { row, commissions } of decided) addEventToRollups(changes, row, commissions);
   // Each commission.created continues the trace of the call that reported its payment, which may
   // be another than this batch's (the gateway gathers several requests' events into one call).
   const traceOfEvent = new Map(kept.map((p) => [p.row.id, p.pending.input.traceContext]));
@@ -262,8 +372,11 @@ async function writeLive(tx: TransactionSql, planned: Planned[]): Promise<Map<nu
   ]);
 
   const results = new Map<number, TrackResult>();
-  for (const { pending, row, commissions: own } of kept) {
-    results.set(pending.position, { event: trackedEvent(row, false, own.map(summaryOf)), replayed: false });
+  for (const { pending, row, commissions, decision } of decided) {
+    results.set(pending.position, {
+      event: trackedEvent({ ...row, commissionSkipped: decision.skipped }, false, commissions.map(summaryOf)),
+      replayed: false,
+    });
   }
   const lost = planned.filter((p) => !inserted.has(p.row.id));
   const originals = await replaysOf(
@@ -278,18 +391,33 @@ async function writeLive(tx: TransactionSql, planned: Planned[]): Promise<Map<nu
   return results;
 }
 
-/** Sandbox events: one insert into their own table, with what they would have created. */
+/**
+ * Sandbox events: one insert into their own table, with what they would have earned had they
+ * been live, each against the live history of its customer (a sandbox payment counts toward no
+ * limit, not even another sandbox payment's).
+ */
 async function writeSandbox(deps: ModeDeps, planned: Planned[]): Promise<Map<number, TrackResult>> {
-  const rows = planned.map((p) => ({
-    ...p.row,
-    simulatedCommissions: p.commissions.map((c) => ({ ...summaryOf(c), id: null })),
-  }));
+  const histories = await previewHistories(
+    deps.sql,
+    planned.flatMap((p) => (p.row.eventType === "payment" && p.attribution ? [p.row] : [])),
+  );
+  const rows: StoredEvent[] = planned.map((p) => {
+    const decision = decisionOf(p, histories);
+    return {
+      ...p.row,
+      simulatedCommissions: newCommissions(p, decision, deps.now).map((c) => ({ ...summaryOf(c), id: null })),
+      commissionSkipped: decision.skipped,
+    };
+  });
   const inserted = await insertEventsUnlessReplay(deps.sql, true, rows);
   const results = new Map<number, TrackResult>();
   for (const [i, { pending }] of planned.entries()) {
     const row = rows[i];
     if (row && inserted.has(row.id)) {
-      results.set(pending.position, { event: trackedEvent(row, true, row.simulatedCommissions), replayed: false });
+      results.set(pending.position, {
+        event: trackedEvent(row, true, row.simulatedCommissions ?? []),
+        replayed: false,
+      });
     }
   }
   const lost = planned.filter((p) => !inserted.has(p.row.id));
@@ -366,5 +494,6 @@ function trackedEvent(event: StoredEvent, testMode: boolean, commissions: Commis
     occurredAt: event.occurredAt,
     testMode,
     commissions,
+    commissionSkipped: event.commissionSkipped ?? null,
   };
 }

@@ -37,6 +37,39 @@ export interface TrackedEvent {
   occurredAt: Date;
   testMode: boolean;
   commissions: CommissionSummary[];
+  /** Why an attributed payment earned nothing; null otherwise. */
+  commissionSkipped: CommissionSkipped | null;
+}
+
+export type CommissionType = "percent" | "flat";
+/** Why an attributed payment to an active partnership earned nothing (contract section 12). */
+export type CommissionSkipped = "max_commission_months" | "max_commission_payments";
+
+/** The rule a commission was made with, frozen at creation (contract section 12). */
+export interface CommissionRule {
+  /** Whose settings gave the amount: the program's, or the earning partnership's override. */
+  source: "program" | "partnership";
+  type: CommissionType;
+  /** The rate applied; null for a flat amount. */
+  rateBps: number | null;
+  /** The flat amount applied, before the cap at the payment; null for a percentage. */
+  flatCents: number | null;
+  /** The payment's number among the customer's attributed payments to the level-1 partnership. */
+  paymentNumber: number;
+  /** When the customer's first attributed payment to the level-1 partnership occurred. */
+  firstPaymentAt: Date;
+}
+
+/** A program's commission terms, or a partnership's override of some of them. */
+export interface CommissionTerms {
+  commissionType: CommissionType;
+  commissionRateBps: number;
+  commissionFlatCents: number;
+  tier2RateBps: number;
+  /** null: no limit. */
+  maxCommissionMonths: number | null;
+  /** null: no limit. */
+  maxCommissionPayments: number | null;
 }
 
 export interface Commission {
@@ -57,6 +90,8 @@ export interface Commission {
   payoutId: string | null;
   reason: string | null;
   createdAt: Date;
+  /** The frozen rule; null for commissions created before rules were recorded. */
+  rule: CommissionRule | null;
 }
 
 /** What partners says about the partnership an event is credited to. */
@@ -65,12 +100,12 @@ export interface Attribution {
   referralCode: string;
   status: "active" | "pending" | "rejected" | "removed";
   activeSponsorPartnershipId: string | null;
-  program: {
-    commissionRateBps: number;
-    tier2RateBps: number;
+  program: CommissionTerms & {
     holdDays: number;
     attributionWindowDays: number;
   };
+  /** The partnership's own terms over the program's: a field left out inherits; null: none. */
+  commissionOverride: Partial<CommissionTerms> | null;
 }
 
 /**

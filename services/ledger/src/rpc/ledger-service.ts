@@ -7,6 +7,7 @@ import {
   commissionToProto,
   metricsToProto,
   periodFromProto,
+  previewToProto,
   refundResultToProto,
   timeseriesToProto,
   trackInputFromProto,
@@ -15,6 +16,7 @@ import {
 } from "../codec.js";
 import { listCommissionsPage } from "../domain/list-commissions.js";
 import { claimCommissions, listPayableBalances, releaseCommissions } from "../domain/payout-claims.js";
+import { previewCommissions } from "../domain/preview-commissions.js";
 import { type PaymentIdentification, refundPayment } from "../domain/refund-payment.js";
 import { getStats, getTimeseries } from "../domain/stats.js";
 import { assertBatchSize, type TrackOutcome, trackBatch } from "../domain/track-batch.js";
@@ -63,6 +65,11 @@ export function createLedgerService(deps: LedgerServiceDeps): ServiceImpl<typeof
           trackOutcomeToProto(event instanceof DomainError ? event : (outcomes[next++] as TrackOutcome)),
         ),
       };
+    },
+
+    async previewCommissions(req) {
+      if (!req.payment) throw DomainError.invalidField("payment", "A payment to preview is required");
+      return previewToProto(await previewCommissions(deps, trackInputFromProto(req.payment)));
     },
 
     async getCommission(req) {

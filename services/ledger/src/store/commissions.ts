@@ -1,11 +1,41 @@
 import { DomainError, type Queryable } from "@affiliate/platform";
-import type { Commission, CommissionStatus } from "../domain/types.js";
+import type { Commission, CommissionRule, CommissionStatus } from "../domain/types.js";
 
 /** A Commission's columns, of commission rows `c` joined to their payment event `e`. */
 const commissionColumns = (sql: Queryable) => sql`
   c.id, c.product_id, c.partnership_id, c.event_id, c.level, c.parent_commission_id, c.amount_cents,
   c.original_amount_cents, c.status, c.hold_until, c.referral_code, e.customer_email,
-  c.payment_amount_cents, c.payment_occurred_at, c.payout_id, c.reason, c.created_at`;
+  c.payment_amount_cents, c.payment_occurred_at, c.payout_id, c.reason, c.created_at,
+  c.rule_source, c.rule_type, c.rule_rate_bps, c.rule_flat_cents, c.rule_payment_number, c.rule_first_payment_at`;
+
+/** A commission as its columns read: the frozen rule in columns of its own. */
+type CommissionRow = Omit<Commission, "rule"> & {
+  ruleSource: CommissionRule["source"] | null;
+  ruleType: CommissionRule["type"] | null;
+  ruleRateBps: number | null;
+  ruleFlatCents: number | null;
+  rulePaymentNumber: number | null;
+  ruleFirstPaymentAt: Date | null;
+};
+
+function toCommission(row: CommissionRow): Commission {
+  const { ruleSource, ruleType, ruleRateBps, ruleFlatCents, rulePaymentNumber, ruleFirstPaymentAt, ...commission } =
+    row;
+  const rule =
+    ruleSource && ruleType && rulePaymentNumber !== null && ruleFirstPaymentAt
+      ? {
+          source: ruleSource,
+          type: ruleType,
+          rateBps: ruleRateBps,
+          flatCents: ruleFlatCents,
+          paymentNumber: rulePaymentNumber,
+          firstPaymentAt: ruleFirstPaymentAt,
+        }
+      : null;
+  return { ...commission, rule };
+}
+
+const toCommissions = (rows: readonly CommissionRow[]) => rows.map(toCommission);
 
 const selectCommission = (sql: Queryable) => sql`
   select ${commissionColumns(sql)} from commissions c join tracking_events e on e.id = c.event_id`;
@@ -23,12 +53,14 @@ export interface NewCommission {
   referralCode: string;
   paymentAmountCents: number;
   paymentOccurredAt: Date;
+  rule: CommissionRule;
 }
 
 /** Inserts commissions (of any number of payments) and returns them as stored, in one statement. */
 export async function insertCommissions(sql: Queryable, commissions: NewCommission[]): Promise<Commission[]> {
   if (commissions.length === 0) return [];
-  return sql<Commission[]>`
+  return toCommissions(
+    await sql<CommissionRow[]>`
     with c as (insert into commissions ${sql(
       commissions.map((c) => ({
         id: c.id,
@@ -45,26 +77,39 @@ export async function insertCommissions(sql: Queryable, commissions: NewCommissi
         payment_amount_cents: c.paymentAmountCents,
         payment_occurred_at: c.paymentOccurredAt,
         approved_at: c.status === "approved" ? new Date() : null,
+        rule_source: c.rule.source,
+        rule_type: c.rule.type,
+        rule_rate_bps: c.rule.rateBps,
+        rule_flat_cents: c.rule.flatCents,
+        rule_payment_number: c.rule.paymentNumber,
+        rule_first_payment_at: c.rule.firstPaymentAt,
       })),
     )} returning *)
-    select ${commissionColumns(sql)} from c join tracking_events e on e.id = c.event_id order by c.level`;
+    select ${commissionColumns(sql)} from c join tracking_events e on e.id = c.event_id order by c.level`,
+  );
 }
 
 export async function getCommissionOrThrow(sql: Queryable, productId: string, id: string): Promise<Commission> {
-  const [row] = await sql<Commission[]>`${selectCommission(sql)} where c.product_id = ${productId} and c.id = ${id}`;
+  const [row] = await sql<CommissionRow[]>`${selectCommission(sql)} where c.product_id = ${productId} and c.id = ${id}`;
   if (!row) throw new DomainError("not_found", `Commission ${id} not found`);
-  return row;
+  return toCommission(row);
 }
 
 /** The commissions of these payments, level 1 before level 2 within each payment. */
 export async function getCommissionsOfEvents(sql: Queryable, eventIds: string[]): Promise<Commission[]> {
   if (eventIds.length === 0) return [];
-  return sql<Commission[]>`${selectCommission(sql)} where c.event_id in ${sql(eventIds)} order by c.event_id, c.level`;
+  return toCommissions(
+    await sql<
+      CommissionRow[]
+    >`${selectCommission(sql)} where c.event_id in ${sql(eventIds)} order by c.event_id, c.level`,
+  );
 }
 
 /** The payment's commissions, locked, level 1 first (the order every locker of a family uses). */
 export async function lockCommissionsOfEvent(sql: Queryable, eventId: string): Promise<Commission[]> {
-  return sql<Commission[]>`${selectCommission(sql)} where c.event_id = ${eventId} order by c.level for update of c`;
+  return toCommissions(
+    await sql<CommissionRow[]>`${selectCommission(sql)} where c.event_id = ${eventId} order by c.level for update of c`,
+  );
 }
 
 /** The commission and its level-2 children, locked, parent first. */
@@ -74,7 +119,11 @@ export async function lockCommissionFamily(sql: Queryable, productId: string, id
     where product_id = ${productId} and (id = ${id} or parent_commission_id = ${id})
     order by level for update`;
   if (!locked.some((row) => row.id === id)) throw new DomainError("not_found", `Commission ${id} not found`);
-  return sql<Commission[]>`${selectCommission(sql)} where c.id in ${sql(locked.map((row) => row.id))} order by c.level`;
+  return toCommissions(
+    await sql<
+      CommissionRow[]
+    >`${selectCommission(sql)} where c.id in ${sql(locked.map((row) => row.id))} order by c.level`,
+  );
 }
 
 export async function setCommissionStatus(
@@ -102,7 +151,9 @@ export async function approveDueCommissions(sql: Queryable, now: Date, limit: nu
       order by hold_until limit ${limit} for update skip locked)
     returning id`;
   if (approved.length === 0) return [];
-  return sql<Commission[]>`${selectCommission(sql)} where c.id in ${sql(approved.map((row) => row.id))}`;
+  return toCommissions(
+    await sql<CommissionRow[]>`${selectCommission(sql)} where c.id in ${sql(approved.map((row) => row.id))}`,
+  );
 }
 
 export async function listCommissions(
@@ -116,7 +167,8 @@ export async function listCommissions(
     limit: number;
   },
 ): Promise<Commission[]> {
-  return sql<Commission[]>`
+  return toCommissions(
+    await sql<CommissionRow[]>`
     ${selectCommission(sql)}
     where c.product_id = ${query.productId}
       ${query.status ? sql`and c.status = ${query.status}` : sql``}
@@ -124,5 +176,6 @@ export async function listCommissions(
       ${query.payoutId ? sql`and c.payout_id = ${query.payoutId}` : sql``}
       ${query.afterId ? sql`and c.id < ${query.afterId}` : sql``}
     order by c.id desc
-    limit ${query.limit}`;
+    limit ${query.limit}`,
+  );
 }

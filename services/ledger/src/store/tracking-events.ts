@@ -1,5 +1,5 @@
 import type { Queryable } from "@affiliate/platform";
-import type { CommissionSummary, TrackingEventType } from "../domain/types.js";
+import type { CommissionSkipped, CommissionSummary, TrackingEventType } from "../domain/types.js";
 
 /** Live events and sandbox events have the same shape and live in separate tables. */
 export const eventsTable = (testMode: boolean) => (testMode ? "sandbox_events" : "tracking_events");
@@ -21,12 +21,14 @@ export interface EventRow {
 
 export interface StoredEvent extends EventRow {
   simulatedCommissions?: CommissionSummary[];
+  /** Why an attributed payment earned nothing (live: set after the insert; sandbox: with it). */
+  commissionSkipped?: CommissionSkipped | null;
 }
 
 /** A stored event's columns, as EventRow names them. */
 const eventColumns = (sql: Queryable) => sql`
   id, product_id, event_type, partnership_id, visitor_id, customer_email, provider_customer_id, amount_cents,
-  external_id, ip, user_agent, occurred_at`;
+  external_id, ip, user_agent, occurred_at, commission_skipped`;
 
 /**
  * Inserts the events with one statement, except payments whose external_id is already recorded
@@ -38,7 +40,7 @@ const eventColumns = (sql: Queryable) => sql`
 export async function insertEventsUnlessReplay(
   sql: Queryable,
   testMode: boolean,
-  events: (EventRow & { simulatedCommissions?: CommissionSummary[] })[],
+  events: StoredEvent[],
 ): Promise<Set<string>> {
   if (events.length === 0) return new Set();
   const byExternalId = (e: EventRow) => (e.externalId === null ? "\uffff" : `${e.productId}\u0000${e.externalId}`);
@@ -59,7 +61,10 @@ export async function insertEventsUnlessReplay(
         user_agent: event.userAgent,
         occurred_at: event.occurredAt,
       };
-      if (testMode) columns.simulated_commissions = sql.json((event.simulatedCommissions ?? []) as never);
+      if (testMode) {
+        columns.simulated_commissions = sql.json((event.simulatedCommissions ?? []) as never);
+        columns.commission_skipped = event.commissionSkipped ?? null;
+      }
       return columns;
     });
   const inserted = await sql<{ id: string }[]>`
@@ -67,6 +72,21 @@ export async function insertEventsUnlessReplay(
     on conflict (product_id, external_id) where external_id is not null do nothing
     returning id`;
   return new Set(inserted.map((row) => row.id));
+}
+
+/**
+ * Records why these live payments (just inserted, in the caller's transaction) earned nothing:
+ * answered again when the payment is replayed. One statement, none when nothing was skipped.
+ */
+export async function setCommissionSkipped(
+  sql: Queryable,
+  skipped: { eventId: string; reason: CommissionSkipped }[],
+): Promise<void> {
+  if (skipped.length === 0) return;
+  await sql`
+    update tracking_events e set commission_skipped = s.reason
+    from unnest(${skipped.map((s) => s.eventId)}::text[], ${skipped.map((s) => s.reason)}::text[]) as s (id, reason)
+    where e.id = s.id`;
 }
 
 /** The recorded payments with these (product, external_id) pairs; pairs with none are absent. */

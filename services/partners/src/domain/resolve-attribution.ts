@@ -1,7 +1,7 @@
 import { DomainError, type Queryable } from "@affiliate/platform";
 import { findAttribution } from "../store/partnerships.js";
 import { getProgramOrThrow } from "../store/programs.js";
-import type { PartnershipStatus, Program } from "./types.js";
+import type { CommissionOverride, PartnershipStatus, Program } from "./types.js";
 
 export interface Attribution {
   partnershipId: string;
@@ -10,6 +10,8 @@ export interface Attribution {
   /** Set only when the sponsor is active: only an active sponsor earns a level-2 commission. */
   activeSponsorPartnershipId: string | null;
   program: Program;
+  /** The partnership's own commission terms over the program's; null when none. */
+  commissionOverride: CommissionOverride | null;
 }
 
 /** What the ledger needs to credit an event to a partnership (architecture: payment to commission). */
@@ -34,5 +36,6 @@ export async function resolveAttribution(
     status: row.status,
     activeSponsorPartnershipId: row.sponsorStatus === "active" ? row.sponsorPartnershipId : null,
     program,
+    commissionOverride: row.commissionOverride,
   };
 }

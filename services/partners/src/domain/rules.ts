@@ -4,10 +4,22 @@ import {
   DomainError,
   type FieldErrors,
   isValidEmail,
+  maxCommissionMonthsLimit,
+  maxCommissionPaymentsLimit,
+  maxFlatCents,
   normalizeEmail,
   referralCodePattern,
+  referralUrlTemplateProblem,
 } from "@affiliate/platform";
-import type { KeyMode, PartnershipStatus, ProgramChanges, Registration } from "./types.js";
+import {
+  type CommissionOverride,
+  commissionTypes,
+  type KeyMode,
+  type PartnershipStatus,
+  type Program,
+  type ProgramChanges,
+  type Registration,
+} from "./types.js";
 
 /** The field errors of one registration, keyed by the public (camelCase) field names. */
 export function registrationErrors(registration: Registration): FieldErrors {
@@ -54,19 +66,81 @@ export function canTransition(from: PartnershipStatus, to: PartnershipStatus): b
   return transitions[from].includes(to);
 }
 
-/** Range checks of program settings (contract section 3), keyed by the public field names. */
-export function programChangeErrors(changes: ProgramChanges): FieldErrors {
+/**
+ * Field errors collected under the public (snake_case) field names; with `parent`, under the
+ * parent's name, each message naming its field (`commission_override: ["commission_rate_bps:
+ * Must be …"]`), as the gateway reports errors inside an object.
+ */
+function fieldChecks(parent?: string) {
   const errors: FieldErrors = {};
-  const check = (field: string, value: number | undefined, min: number, max: number) => {
-    if (value !== undefined && (!Number.isInteger(value) || value < min || value > max)) {
-      errors[field] = [`Must be an integer from ${min} to ${max}`];
+  const add = (field: string, message: string) => {
+    const key = parent ?? field;
+    errors[key] = [...(errors[key] ?? []), parent ? `${field}: ${message}` : message];
+  };
+  const integer = (field: string, value: number | null | undefined, min: number, max: number) => {
+    if (value !== undefined && value !== null && (!Number.isSafeInteger(value) || value < min || value > max)) {
+      add(field, `Must be an integer from ${min} to ${max.toLocaleString("en-US")}`);
     }
   };
-  check("commission_rate_bps", changes.commissionRateBps, 0, 10_000);
-  check("tier2_rate_bps", changes.tier2RateBps, 0, 10_000);
-  check("hold_days", changes.holdDays, 0, 365);
-  check("payout_minimum_cents", changes.payoutMinimumCents, 0, Number.MAX_SAFE_INTEGER);
-  check("attribution_window_days", changes.attributionWindowDays, 1, 365);
+  return { errors, add, integer };
+}
+
+const flatNeedsAmount = "Required, 1 or more, when commission_type is flat";
+
+/** Range checks of program setting changes (contract sections 3 and 12), keyed by the public field names. */
+export function programChangeErrors(changes: ProgramChanges): FieldErrors {
+  const { errors, add, integer } = fieldChecks();
+  integer("commission_rate_bps", changes.commissionRateBps, 0, 10_000);
+  integer("tier2_rate_bps", changes.tier2RateBps, 0, 10_000);
+  integer("hold_days", changes.holdDays, 0, 365);
+  integer("payout_minimum_cents", changes.payoutMinimumCents, 0, Number.MAX_SAFE_INTEGER);
+  integer("attribution_window_days", changes.attributionWindowDays, 1, 365);
+  if (changes.commissionType !== undefined && !commissionTypes.includes(changes.commissionType)) {
+    add("commission_type", "Must be percent or flat");
+  }
+  integer("commission_flat_cents", changes.commissionFlatCents, 0, maxFlatCents);
+  integer("max_commission_months", changes.maxCommissionMonths, 1, maxCommissionMonthsLimit);
+  integer("max_commission_payments", changes.maxCommissionPayments, 1, maxCommissionPaymentsLimit);
+  if (changes.referralUrlTemplate !== undefined && changes.referralUrlTemplate !== null) {
+    const problem = referralUrlTemplateProblem(changes.referralUrlTemplate);
+    if (problem) add("referral_url_template", problem);
+  }
+  return errors;
+}
+
+/**
+ * What the settings must satisfy together once a change is applied: a flat program has an
+ * amount (a flat commission of nothing would silently pay nothing).
+ */
+export function programErrors(program: Program): FieldErrors {
+  const { errors, add } = fieldChecks();
+  if (program.commissionType === "flat" && program.commissionFlatCents < 1)
+    add("commission_flat_cents", flatNeedsAmount);
+  return errors;
+}
+
+/**
+ * The errors of a partnership's commission override (contract section 12), under
+ * `commission_override`, each message naming its field. Its values follow the program's ranges; a limit may be null (no
+ * limit for this partnership). An override that makes the partnership flat carries its own amount,
+ * so what it earns does not hang on the program's amount of another type.
+ */
+export function commissionOverrideErrors(override: CommissionOverride): FieldErrors {
+  const { errors, add, integer } = fieldChecks("commission_override");
+  if (override.commissionType !== undefined && !commissionTypes.includes(override.commissionType)) {
+    add("commission_type", "Must be percent or flat");
+  }
+  integer("commission_rate_bps", override.commissionRateBps, 0, 10_000);
+  integer("tier2_rate_bps", override.tier2RateBps, 0, 10_000);
+  integer("commission_flat_cents", override.commissionFlatCents, 0, maxFlatCents);
+  integer("max_commission_months", override.maxCommissionMonths, 1, maxCommissionMonthsLimit);
+  integer("max_commission_payments", override.maxCommissionPayments, 1, maxCommissionPaymentsLimit);
+  if (
+    override.commissionType === "flat" &&
+    !(override.commissionFlatCents !== undefined && override.commissionFlatCents >= 1)
+  ) {
+    add("commission_flat_cents", flatNeedsAmount);
+  }
   return errors;
 }
 

@@ -25,6 +25,25 @@ export interface Partnership {
   createdAt: Date;
   sponsorPartnershipId: string | null;
   affiliate: Affiliate;
+  /** The partnership's own commission terms; null when it follows the program's. */
+  commissionOverride: CommissionOverride | null;
+}
+
+export const commissionTypes = ["percent", "flat"] as const;
+export type CommissionType = (typeof commissionTypes)[number];
+
+/**
+ * A partnership's commission terms over the program's (contract section 12). A field left out
+ * inherits the program's; a limit set to null means no limit for this partnership, whatever the
+ * program's.
+ */
+export interface CommissionOverride {
+  commissionType?: CommissionType;
+  commissionRateBps?: number;
+  commissionFlatCents?: number;
+  tier2RateBps?: number;
+  maxCommissionMonths?: number | null;
+  maxCommissionPayments?: number | null;
 }
 
 export interface Program {
@@ -37,13 +56,31 @@ export interface Program {
   attributionWindowDays: number;
   autoApprove: boolean;
   currency: string;
+  commissionType: CommissionType;
+  commissionFlatCents: number;
+  /** null: payments earn for the customer's lifetime. */
+  maxCommissionMonths: number | null;
+  /** null: every payment of a customer earns. */
+  maxCommissionPayments: number | null;
+  /** null: the merchant set no link template. */
+  referralUrlTemplate: string | null;
 }
 
-/** The writable program settings; absent fields stay unchanged. */
+/** The writable program settings; absent fields stay unchanged, null clears a nullable one. */
 export type ProgramChanges = Partial<
   Pick<
     Program,
-    "commissionRateBps" | "tier2RateBps" | "holdDays" | "payoutMinimumCents" | "attributionWindowDays" | "autoApprove"
+    | "commissionRateBps"
+    | "tier2RateBps"
+    | "holdDays"
+    | "payoutMinimumCents"
+    | "attributionWindowDays"
+    | "autoApprove"
+    | "commissionType"
+    | "commissionFlatCents"
+    | "maxCommissionMonths"
+    | "maxCommissionPayments"
+    | "referralUrlTemplate"
   >
 >;
 

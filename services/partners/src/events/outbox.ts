@@ -67,6 +67,17 @@ export const outbox = {
       }),
     ),
 
+  partnershipCommissionOverrideChanged: (tx: Queryable, partnership: Partnership) =>
+    enqueueEvent(
+      tx,
+      partnersEvents.partnershipCommissionOverrideChanged,
+      create(partnersEvents.partnershipCommissionOverrideChanged.schema, {
+        id: newId("evt"),
+        occurredAt: timestampNow(),
+        partnership: partnershipWithoutPersonalData(partnership),
+      }),
+    ),
+
   programUpdated: (tx: Queryable, program: Program) =>
     enqueueEvent(
       tx,

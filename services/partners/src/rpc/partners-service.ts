@@ -2,18 +2,28 @@ import { DomainError, enumFilter, fromProtoEnum, type PageTokens, type Sql } fro
 import {
   type AffiliateRegistration,
   BulkRegistrationResultSchema,
+  PartnershipStatus as PartnershipStatusProto,
   type PartnersService,
 } from "@affiliate/proto/partners";
 import { create } from "@bufbuild/protobuf";
 import type { ServiceImpl } from "@connectrpc/connect";
-import { keyModeToProto, outcomeToProto, partnershipToProto, programToProto, statusToProto } from "../codec.js";
+import {
+  commissionOverrideFromProto,
+  commissionOverrideToProto,
+  keyModeToProto,
+  outcomeToProto,
+  partnershipToProto,
+  programChangesFromProto,
+  programToProto,
+  statusToProto,
+} from "../codec.js";
 import { authenticate } from "../domain/authenticate.js";
 import { bulkRegisterAffiliates } from "../domain/bulk-register-affiliates.js";
 import { listPartnershipsPage } from "../domain/list-partnerships.js";
 import { registerAffiliate } from "../domain/register-affiliate.js";
 import { resolveAttribution } from "../domain/resolve-attribution.js";
 import type { Registration } from "../domain/types.js";
-import { updatePartnershipStatus } from "../domain/update-partnership-status.js";
+import { updatePartnership } from "../domain/update-partnership.js";
 import { updateProgram } from "../domain/update-program.js";
 import { countPartnerships, getPartnershipOrThrow, getPartnershipsByIds } from "../store/partnerships.js";
 import { getProgramOrThrow } from "../store/programs.js";
@@ -43,14 +53,7 @@ export function createPartnersService({ sql, pageTokens }: PartnersServiceDeps):
     },
 
     async updateProgram(req) {
-      const program = await updateProgram(sql, req.productId, {
-        commissionRateBps: req.commissionRateBps,
-        tier2RateBps: req.tier2RateBps,
-        holdDays: req.holdDays,
-        payoutMinimumCents: req.payoutMinimumCents === undefined ? undefined : Number(req.payoutMinimumCents),
-        attributionWindowDays: req.attributionWindowDays,
-        autoApprove: req.autoApprove,
-      });
+      const program = await updateProgram(sql, req.productId, programChangesFromProto(req));
       return { program: programToProto(program) };
     },
 
@@ -100,7 +103,30 @@ export function createPartnersService({ sql, pageTokens }: PartnersServiceDeps):
       if (!status || status === "pending") {
         throw DomainError.invalidField("status", "Status must be active, rejected or removed");
       }
-      const partnership = await updatePartnershipStatus(sql, req.productId, req.partnershipId, status);
+      const partnership = await updatePartnership(sql, req.productId, req.partnershipId, { status });
+      return { partnership: partnershipToProto(partnership) };
+    },
+
+    async updatePartnership(req) {
+      const status =
+        req.status === PartnershipStatusProto.UNSPECIFIED ? undefined : fromProtoEnum(statusToProto, req.status);
+      if (status === "pending" || (req.status !== PartnershipStatusProto.UNSPECIFIED && status === undefined)) {
+        throw DomainError.invalidField("status", "Status must be active, rejected or removed");
+      }
+      const change = req.commissionOverrideChange;
+      const commissionOverride =
+        change.case === "setCommissionOverride"
+          ? commissionOverrideFromProto(change.value)
+          : change.case === "clearCommissionOverride" && change.value
+            ? null
+            : undefined;
+      if (status === undefined && commissionOverride === undefined) {
+        throw DomainError.invalidField("status", "Nothing to change: give a status or a commission override");
+      }
+      const partnership = await updatePartnership(sql, req.productId, req.partnershipId, {
+        status,
+        commissionOverride,
+      });
       return { partnership: partnershipToProto(partnership) };
     },
 
@@ -133,6 +159,9 @@ export function createPartnersService({ sql, pageTokens }: PartnersServiceDeps):
         status: statusToProto[attribution.status],
         activeSponsorPartnershipId: attribution.activeSponsorPartnershipId ?? "",
         program: programToProto(attribution.program),
+        commissionOverride: attribution.commissionOverride
+          ? commissionOverrideToProto(attribution.commissionOverride)
+          : undefined,
       };
     },
   };

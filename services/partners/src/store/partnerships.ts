@@ -1,5 +1,5 @@
 import { DomainError, type Queryable } from "@affiliate/platform";
-import type { Affiliate, Partnership, PartnershipStatus } from "../domain/types.js";
+import type { Affiliate, CommissionOverride, Partnership, PartnershipStatus } from "../domain/types.js";
 
 interface PartnershipRow {
   id: string;
@@ -11,6 +11,7 @@ interface PartnershipRow {
   affiliateId: string;
   affiliateEmail: string;
   affiliateName: string;
+  commissionOverride: CommissionOverride | null;
 }
 
 const toPartnership = (row: PartnershipRow): Partnership => ({
@@ -21,11 +22,12 @@ const toPartnership = (row: PartnershipRow): Partnership => ({
   createdAt: row.createdAt,
   sponsorPartnershipId: row.sponsorPartnershipId,
   affiliate: { id: row.affiliateId, email: row.affiliateEmail, name: row.affiliateName },
+  commissionOverride: row.commissionOverride,
 });
 
 const selectPartnership = (sql: Queryable) => sql`
   select p.id, p.product_id, p.status, p.referral_code, p.created_at, p.sponsor_partnership_id,
-         a.id as affiliate_id, a.email as affiliate_email, a.name as affiliate_name
+         p.commission_override, a.id as affiliate_id, a.email as affiliate_email, a.name as affiliate_name
   from partnerships p join affiliates a on a.id = p.affiliate_id`;
 
 /** Tenancy is part of the lookup: another product's partnership is simply not found. */
@@ -92,6 +94,29 @@ export async function setPartnershipStatus(sql: Queryable, id: string, status: P
   await sql`update partnerships set status = ${status}, updated_at = now() where id = ${id}`;
 }
 
+/**
+ * Stores the partnership's commission override (null removes it). The stored object's keys are
+ * the public field names (the database's convention; reads come back camelCased); an explicit
+ * null limit is kept, as it means "no limit" rather than "inherit".
+ */
+export async function setCommissionOverride(
+  sql: Queryable,
+  id: string,
+  override: CommissionOverride | null,
+): Promise<void> {
+  const stored =
+    override === null
+      ? null
+      : Object.fromEntries(
+          Object.entries(override)
+            .filter(([, value]) => value !== undefined)
+            .map(([field, value]) => [field.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`), value]),
+        );
+  await sql`
+    update partnerships set commission_override = ${stored === null ? null : sql.json(stored)}, updated_at = now()
+    where id = ${id}`;
+}
+
 /** One page, newest first, after the keyset position `afterId`; `limit + 1` rows tell whether more exist. */
 export async function listPartnerships(
   sql: Queryable,
@@ -135,6 +160,7 @@ export interface AttributionRow {
   status: PartnershipStatus;
   sponsorPartnershipId: string | null;
   sponsorStatus: PartnershipStatus | null;
+  commissionOverride: CommissionOverride | null;
 }
 
 /** The partnership a code or id names, with its sponsor's status. */
@@ -144,7 +170,7 @@ export async function findAttribution(
   target: { referralCode: string } | { partnershipId: string },
 ): Promise<AttributionRow | undefined> {
   const [row] = await sql<AttributionRow[]>`
-    select p.id, p.referral_code, p.status, p.sponsor_partnership_id, s.status as sponsor_status
+    select p.id, p.referral_code, p.status, p.sponsor_partnership_id, s.status as sponsor_status, p.commission_override
     from partnerships p left join partnerships s on s.id = p.sponsor_partnership_id
     where p.product_id = ${productId}
       and ${"referralCode" in target ? sql`lower(p.referral_code) = lower(${target.referralCode})` : sql`p.id = ${target.partnershipId}`}`;

@@ -1,6 +1,12 @@
-import { PartnershipStatus, type PartnersService, RegistrationOutcome } from "@affiliate/proto/partners";
+import {
+  type Partnership,
+  PartnershipStatus,
+  type PartnersService,
+  RegistrationOutcome,
+} from "@affiliate/proto/partners";
 import {
   ContractViolation,
+  commissionOverrideValue,
   partnershipOf,
   statusValue,
   toBulkResult,
@@ -166,8 +172,8 @@ export async function affiliatesRoutes(app: FastifyInstance, { partners, stats }
     },
   });
 
-  const updateStatus = async (productId: string, partnershipId: string, status: PartnershipStatus) => {
-    const partnership = partnershipOf(await partners.updatePartnershipStatus({ productId, partnershipId, status }));
+  const withStats = async (productId: string, response: { partnership?: Partnership }) => {
+    const partnership = partnershipOf(response);
     const figures = await stats.statsFor(productId, [partnership.id]);
     return { data: toPublicPartnership(partnership, statsOf(figures, partnership.id)) };
   };
@@ -177,9 +183,9 @@ export async function affiliatesRoutes(app: FastifyInstance, { partners, stats }
     url: "/affiliates/:id",
     operationId: "updateAffiliateStatus",
     tags,
-    summary: "Change a partnership's status",
+    summary: "Change a partnership's status and/or its commission override",
     description:
-      "Allowed: pending -> active or rejected; active -> removed; rejected -> active; removed -> active. Anything else is 400.",
+      "Status: pending -> active or rejected; active -> removed; rejected -> active; removed -> active. Anything else is 400. `commission_override` replaces the partnership's own commission terms (fields left out inherit the program's; `null` removes it); it applies to payments recorded afterwards. Both given: both apply, or neither does.",
     access: "management",
     params: partnershipIdParamsSchema,
     pathResources: { id: "Affiliate" },
@@ -188,7 +194,23 @@ export async function affiliatesRoutes(app: FastifyInstance, { partners, stats }
       200: { description: "The partnership after the change", schema: partnershipResponseSchema },
       400: { description: "Validation failed, malformed JSON, or a transition not allowed" },
     },
-    handler: async ({ params, body, request }) => updateStatus(request.productId, params.id, statusValue(body.status)),
+    handler: async ({ params, body, request }) => {
+      const { commission_override: override } = body;
+      return withStats(
+        request.productId,
+        await partners.updatePartnership({
+          productId: request.productId,
+          partnershipId: params.id,
+          status: body.status === undefined ? PartnershipStatus.UNSPECIFIED : statusValue(body.status),
+          commissionOverrideChange:
+            override === undefined
+              ? { case: undefined }
+              : override === null
+                ? { case: "clearCommissionOverride", value: true }
+                : { case: "setCommissionOverride", value: commissionOverrideValue(override) },
+        }),
+      );
+    },
   });
 
   defineRoute(app, {
@@ -207,6 +229,14 @@ export async function affiliatesRoutes(app: FastifyInstance, { partners, stats }
         schema: badRequestSchema,
       },
     },
-    handler: async ({ params, request }) => updateStatus(request.productId, params.id, PartnershipStatus.REMOVED),
+    handler: async ({ params, request }) =>
+      withStats(
+        request.productId,
+        await partners.updatePartnershipStatus({
+          productId: request.productId,
+          partnershipId: params.id,
+          status: PartnershipStatus.REMOVED,
+        }),
+      ),
   });
 }

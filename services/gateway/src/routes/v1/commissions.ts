@@ -1,5 +1,12 @@
 import { type Commission, CommissionAction, CommissionStatus, type LedgerService } from "@affiliate/proto/ledger";
-import { commissionOf, commissionStatusValue, toPage, toPublicCommission } from "@affiliate/rest-shapes/mappers";
+import {
+  commissionOf,
+  commissionStatusValue,
+  toPage,
+  toPublicCommission,
+  toPublicCommissionPreview,
+  toTrackRequest,
+} from "@affiliate/rest-shapes/mappers";
 import {
   commissionIdParamsSchema,
   commissionListResponseSchema,
@@ -8,6 +15,10 @@ import {
   type PublicCommission,
   updateCommissionBodySchema,
 } from "@affiliate/rest-shapes/schemas/commissions";
+import {
+  previewCommissionsBodySchema,
+  previewCommissionsResponseSchema,
+} from "@affiliate/rest-shapes/schemas/tracking";
 import type { Client } from "@connectrpc/connect";
 import type { FastifyInstance } from "fastify";
 import { defineRoute } from "../../http/define-route.js";
@@ -109,6 +120,29 @@ export async function commissionsRoutes(app: FastifyInstance, { ledger, director
         reason: body.reason,
       });
       return one(productId, commissionOf(response));
+    },
+  });
+
+  defineRoute(app, {
+    method: "POST",
+    url: "/commissions/preview",
+    operationId: "previewCommissions",
+    tags,
+    summary: "What a payment would earn now, and why, writing nothing",
+    description:
+      "Takes a payment as POST /events does (`type`, if given, must be `payment`; `external_id` is ignored), attributes it and applies the commission rules exactly as recording it would: the same payment recorded next earns exactly these commissions (absent other changes in between). Nothing is written, counted or emitted. `commission_skipped` says why an attributed payment would earn nothing.",
+    access: "management",
+    body: previewCommissionsBodySchema,
+    answers: {
+      200: { description: "The commissions the payment would create", schema: previewCommissionsResponseSchema },
+      400: { description: "Validation failed or malformed JSON" },
+    },
+    handler: async ({ body, request }) => {
+      const { external_id: _ignored, ...payment } = body;
+      const preview = await ledger.previewCommissions({
+        payment: { productId: request.productId, testMode: false, ...toTrackRequest({ ...payment, type: "payment" }) },
+      });
+      return { data: toPublicCommissionPreview(preview) };
     },
   });
 }

@@ -1,4 +1,4 @@
-import type { PartnersService, Program } from "@affiliate/proto/partners";
+import { CommissionType, type PartnersService, type Program } from "@affiliate/proto/partners";
 import { ContractViolation, toPublicProgram } from "@affiliate/rest-shapes/mappers";
 import { programResponseSchema, updateProgramBodySchema } from "@affiliate/rest-shapes/schemas/program";
 import type { Client } from "@connectrpc/connect";
@@ -36,7 +36,7 @@ export async function programRoutes(app: FastifyInstance, { partners }: ProgramR
     tags,
     summary: "Change any subset of the writable settings",
     description:
-      "Changes apply to commissions created afterwards. An empty object changes nothing and returns the settings. product_id, name and currency are read-only.",
+      'Changes apply to payments recorded afterwards; no existing commission is re-rated. An empty object changes nothing and returns the settings. product_id, name and currency are read-only. `commission_type: "flat"` needs a `commission_flat_cents` of 1 or more (given or already set); `null` removes a limit or the link template.',
     access: "management",
     body: updateProgramBodySchema,
     answers: { 200: { description: "The settings after the change", schema: programResponseSchema } },
@@ -53,6 +53,18 @@ export async function programRoutes(app: FastifyInstance, { partners }: ProgramR
           changes.payout_minimum_cents === undefined ? undefined : BigInt(changes.payout_minimum_cents),
         attributionWindowDays: changes.attribution_window_days,
         autoApprove: changes.auto_approve,
+        commissionType:
+          changes.commission_type === undefined
+            ? CommissionType.UNSPECIFIED
+            : changes.commission_type === "flat"
+              ? CommissionType.FLAT
+              : CommissionType.PERCENT,
+        commissionFlatCents:
+          changes.commission_flat_cents === undefined ? undefined : BigInt(changes.commission_flat_cents),
+        // null (no limit, no template) is 0 and "" on the wire.
+        maxCommissionMonths: changes.max_commission_months === null ? 0 : changes.max_commission_months,
+        maxCommissionPayments: changes.max_commission_payments === null ? 0 : changes.max_commission_payments,
+        referralUrlTemplate: changes.referral_url_template === null ? "" : changes.referral_url_template,
       });
       return { data: programOf(response) };
     },

@@ -1,0 +1,50 @@
+import { DomainError, normalizeEmail } from "@affiliate/platform";
+import { recordedPayments } from "../store/payment-counters.js";
+import { attributeInOrder, BatchDirectory } from "./attribute.js";
+import { type CommissionDecision, decideCommissions, nextPayment, trackErrors } from "./rules.js";
+import { counterOf } from "./track-batch.js";
+import type { TrackDeps } from "./track-event.js";
+import type { TrackInput } from "./types.js";
+
+export interface CommissionPreview extends CommissionDecision {
+  /** The partnership the payment would be credited to; null when none. */
+  partnershipId: string | null;
+}
+
+/**
+ * What a live payment would earn if it were recorded now, and why (contract section 12): the
+ * payment is validated and attributed as Track would (live events, partners' current settings),
+ * numbered as the next payment of its customer to that partnership, and decided by the same
+ * decideCommissions Track uses. It reads only: nothing is written, counted or emitted. Its
+ * external_id is ignored (a preview is never a replay).
+ */
+export async function previewCommissions(deps: TrackDeps, input: TrackInput): Promise<CommissionPreview> {
+  const now = deps.clock();
+  if (input.type !== "payment") throw DomainError.invalidField("type", "A preview is of a payment");
+  if (input.testMode) throw DomainError.invalidField("test_mode", "A preview is of a live payment");
+  const payment = { ...input, externalId: undefined };
+  const errors = trackErrors(payment, now);
+  if (Object.keys(errors).length > 0) throw new DomainError("invalid_argument", "Validation failed", errors);
+
+  const occurredAt = payment.occurredAt ?? now;
+  const customerEmail = payment.customerEmail === undefined ? undefined : normalizeEmail(payment.customerEmail);
+  const partners = new BatchDirectory(deps.partners);
+  const [attribution] = await attributeInOrder(deps.sql, partners, false, [{ ...payment, occurredAt, customerEmail }]);
+  if (!attribution) return { partnershipId: null, commissions: [], skipped: null };
+  const sponsor = attribution.activeSponsorPartnershipId
+    ? await partners.byPartnershipId(payment.productId, attribution.activeSponsorPartnershipId)
+    : undefined;
+  const counter = counterOf({
+    eventType: "payment",
+    productId: payment.productId,
+    partnershipId: attribution.partnershipId,
+    providerCustomerId: payment.providerCustomerId ?? null,
+    customerEmail: customerEmail ?? null,
+  });
+  const recorded = counter ? (await recordedPayments(deps.sql, [counter])).values().next().value : undefined;
+  const amountCents = payment.amountCents ?? 0;
+  return {
+    partnershipId: attribution.partnershipId,
+    ...decideCommissions({ amountCents, occurredAt }, attribution, sponsor, nextPayment(recorded, occurredAt)),
+  };
+}
