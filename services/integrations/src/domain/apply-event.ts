@@ -1,7 +1,7 @@
 import type { ClaimedJob, Logger, Sql, TransactionSql } from "@affiliate/platform";
 import { Code, ConnectError } from "@connectrpc/connect";
 import { recordCustomerSignup, recordPaymentAliases, resolvePaymentIds, signupOfCustomer } from "../store/customers.js";
-import { type AttemptRecord, type EventJob, recordAttempt, wakeWaitersOf } from "../store/events.js";
+import { type AttemptRecord, type EventJob, payloadOf, recordAttempt, wakeWaitersOf } from "../store/events.js";
 import type { Ledger, Programs } from "./ports.js";
 import type { ProviderCommand } from "./types.js";
 
@@ -87,9 +87,10 @@ async function sameCurrency(deps: ApplyDeps, productId: string, currency: string
 }
 
 async function decide(deps: ApplyDeps, row: EventJob): Promise<Decision> {
+  const payload = await payloadOf(deps.sql, row.id);
   let command: ProviderCommand;
   try {
-    command = deps.commandOf(row.payload);
+    command = deps.commandOf(payload);
   } catch (error) {
     // A payload without the fields its type has cannot become valid by trying again.
     return done("failed", `The event cannot be read: ${messageOf(error)}`);

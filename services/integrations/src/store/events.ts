@@ -9,7 +9,6 @@ export interface EventJob extends JobRow {
   type: string;
   livemode: boolean;
   receivedAt: Date;
-  payload: unknown;
   outcome: EventOutcome;
   attempts: number;
 }
@@ -30,10 +29,20 @@ export async function insertEvent(
     insert into stripe_events (id, product_id, connection_id, event_id, type, livemode, created_at, received_at,
                                payload, outcome, detail, apply_group, next_attempt_at)
     values (${event.id}, ${event.productId}, ${event.connectionId}, ${event.eventId}, ${event.type}, ${event.livemode},
-            ${event.createdAt}, ${event.now}, ${event.payload}::jsonb, 'waiting', 'Received; not applied yet',
+            ${event.createdAt}, ${event.now}, ${event.payload}::text::jsonb, 'waiting', 'Received; not applied yet',
             ${event.applyGroup}, ${event.now})
     on conflict (product_id, event_id) do nothing`;
   return inserted.count > 0;
+}
+
+/**
+ * The event as stored, parsed here: read as text, because the pool's camelCase transform would
+ * rename the payload's own keys (amount_paid) if postgres.js parsed the jsonb.
+ */
+export async function payloadOf(sql: Queryable, id: string): Promise<unknown> {
+  const [row] = await sql<{ payload: string }[]>`select payload::text as payload from stripe_events where id = ${id}`;
+  if (!row) throw new Error(`stripe event ${id} is gone`);
+  return JSON.parse(row.payload);
 }
 
 /** Which of these Stripe event ids the product has stored. */
