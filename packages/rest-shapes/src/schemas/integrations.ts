@@ -18,11 +18,9 @@ export const stripeConnectionSchema = z
 export const connectStripeBodySchema = z
   .object({
     webhook_secret: text({ min: 1, max: 300 }).meta({ description: "The endpoint's signing secret, whsec_…" }),
-    api_key: text({ min: 1, max: 300 })
-      .optional()
-      .meta({
-        description: "A restricted (rk_…) key that can read events, or a secret (sk_…) key; needed by reconciliation.",
-      }),
+    api_key: text({ min: 1, max: 300 }).optional().meta({
+      description: "A restricted (rk_…) key that can read events, or a secret (sk_…) key; needed by reconciliation.",
+    }),
   })
   .meta({ id: "ConnectStripe" });
 
