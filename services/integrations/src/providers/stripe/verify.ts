@@ -32,7 +32,7 @@ export function verifyStripeDelivery(
         secret,
         signatureToleranceSeconds,
         undefined,
-        Math.floor(now.getTime() / 1000),
+        now.getTime(),
       );
       break;
     } catch (error) {
