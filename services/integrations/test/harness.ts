@@ -12,6 +12,7 @@ import {
   SealingKey,
   type Sql,
 } from "@affiliate/platform";
+import { ErasureOwnerService } from "@affiliate/proto/erasure";
 import { IntegrationsService } from "@affiliate/proto/integrations";
 import { LedgerService } from "@affiliate/proto/ledger";
 import { PartnersAdminService, PartnersService } from "@affiliate/proto/partners";
@@ -33,6 +34,8 @@ export interface Harness {
   sql: Sql;
   ledgerSql: Sql;
   integrations: Client<typeof IntegrationsService>;
+  /** The service's ErasureOwnerService, as privacy calls it. */
+  erasure: Client<typeof ErasureOwnerService>;
   ledger: Client<typeof LedgerService>;
   partners: Client<typeof PartnersService>;
   admin: Client<typeof PartnersAdminService>;
@@ -83,6 +86,7 @@ export async function startHarness(): Promise<Harness> {
     admin: createClient(PartnersAdminService, partnersTransport),
     now,
     integrations: undefined as unknown as Client<typeof IntegrationsService>,
+    erasure: undefined as unknown as Client<typeof ErasureOwnerService>,
     eventsSince: async function* () {},
     async restartWorker(options = {}) {
       await worker?.stop();
@@ -106,20 +110,19 @@ export async function startHarness(): Promise<Harness> {
       await database.drop();
     },
   };
-  harness.integrations = createClient(
-    IntegrationsService,
-    createRouterTransport(
-      routes({
-        sql,
-        sealing: new SealingKey("test-integrations-encryption-key-0123456789", { salt: "test", info: "secrets" }),
-        clock,
-        pageTokens,
-        eventsSince: (apiKey, since) => harness.eventsSince(apiKey, since),
-        defaultWaitMs: 5000,
-      }),
-      errors,
-    ),
+  const transport = createRouterTransport(
+    routes({
+      sql,
+      sealing: new SealingKey("test-integrations-encryption-key-0123456789", { salt: "test", info: "secrets" }),
+      clock,
+      pageTokens,
+      eventsSince: (apiKey, since) => harness.eventsSince(apiKey, since),
+      defaultWaitMs: 5000,
+    }),
+    errors,
   );
+  harness.integrations = createClient(IntegrationsService, transport);
+  harness.erasure = createClient(ErasureOwnerService, transport);
   await harness.restartWorker();
   return harness;
 }

@@ -378,3 +378,30 @@ describe("reconciliation", () => {
     expect(await codeOf(h.integrations.reconcileStripe({ productId: program.productId }))).toBe("FailedPrecondition");
   });
 });
+
+describe("erasure", () => {
+  it("replaces the customer's email in the stored events, counted in the receipt; other customers keep theirs", async () => {
+    const program = await connectedProgram(h);
+    const email = `${unique("erased")}@example.com`;
+    const kept = `${unique("kept")}@example.com`;
+    const customer = fixtures.customer(program.code, email);
+    await deliver(h, program, stripeEvent("customer.created", customer));
+    await deliver(
+      h,
+      program,
+      stripeEvent("invoice.paid", { ...fixtures.invoice(customer, 1000), customer_email: "ERASED@x" }),
+    );
+    await deliver(h, program, stripeEvent("invoice.paid", fixtures.invoice(customer, 1000)));
+    await deliver(h, program, stripeEvent("customer.created", fixtures.customer(program.code, kept)));
+    await h.drain();
+    const subject = { productId: program.productId, email };
+    const storesOf = (answer: { stores: { store: string; records: bigint }[] }) =>
+      Object.fromEntries(answer.stores.map(({ store, records }) => [store, Number(records)]));
+    expect(storesOf(await h.erasure.findCustomer(subject))).toEqual({ stripe_events: 2 });
+    const erasureId = unique("ers");
+    expect(storesOf(await h.erasure.eraseCustomer({ ...subject, erasureId }))).toEqual({ stripe_events: 2 });
+    expect(storesOf(await h.erasure.eraseCustomer({ ...subject, erasureId }))).toEqual({ stripe_events: 2 });
+    expect(storesOf(await h.erasure.findCustomer(subject))).toEqual({ stripe_events: 0 });
+    expect(storesOf(await h.erasure.findCustomer({ ...subject, email: kept }))).toEqual({ stripe_events: 1 });
+  });
+});
