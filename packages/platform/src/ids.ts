@@ -14,7 +14,11 @@ export type IdPrefix =
   | "rfd"
   | "dlv"
   | "eml"
-  | "ers";
+  | "ers"
+  /** A product's connection to its Stripe account. */
+  | "scn"
+  /** A received Stripe event, as the integrations service stores it. */
+  | "sev";
 
 /**
  * A new opaque id: the type prefix and a UUIDv7 without dashes. UUIDv7 starts with the creation

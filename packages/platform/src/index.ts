@@ -24,6 +24,7 @@ export * from "./referral-code.js";
 export * from "./refuse-bad-text.js";
 export * from "./rpc-client.js";
 export * from "./rpc-server.js";
+export * from "./sealing.js";
 export * from "./service-process.js";
 export * from "./shutdown.js";
 export * from "./text.js";

@@ -14,6 +14,7 @@ export const gatewayConfigShape = {
   PAYOUTS_URL: serviceUrls.default("http://127.0.0.1:7103"),
   NOTIFIER_URL: serviceUrls.default("http://127.0.0.1:7105"),
   PRIVACY_URL: serviceUrls.default("http://127.0.0.1:7104"),
+  INTEGRATIONS_URL: serviceUrls.default("http://127.0.0.1:7106"),
   /** Requests per minute per API key (or per IP when no key is sent) on /api/v1. */
   RATE_LIMIT_PER_MINUTE: perMinute(6000),
   /**

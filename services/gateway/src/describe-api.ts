@@ -1,4 +1,5 @@
 import { createLogger } from "@affiliate/platform";
+import { IntegrationsService } from "@affiliate/proto/integrations";
 import { LedgerService } from "@affiliate/proto/ledger";
 import { NotifierService } from "@affiliate/proto/notifier";
 import { PartnersService } from "@affiliate/proto/partners";
@@ -23,6 +24,7 @@ export async function describeApi(): Promise<OpenApiDocument> {
     payouts: createClient(PayoutsService, nowhere),
     notifier: createClient(NotifierService, nowhere),
     privacy: createClient(PrivacyService, nowhere),
+    integrations: createClient(IntegrationsService, nowhere),
     ready: async () => [],
     logger: createLogger("gateway-describe", "silent"),
     config: {

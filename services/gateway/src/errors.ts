@@ -48,7 +48,7 @@ export function parseStrictOrThrow<S extends z.ZodType>(schema: S, input: unknow
 }
 
 /** The resources a path names by id, as their owners word an unknown one. */
-export type PathResource = "Affiliate" | "Commission" | "Payout" | "Webhook" | "Delivery" | "Erasure";
+export type PathResource = "Affiliate" | "Commission" | "Payout" | "Webhook" | "Delivery" | "Erasure" | "Stripe event";
 
 /**
  * The ids in a request's path, parsed with `schema`. An id with bad text (U+0000, an unpaired

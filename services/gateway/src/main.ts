@@ -7,6 +7,7 @@ import {
   onShutdown,
   startMetricsServer,
 } from "@affiliate/platform";
+import { IntegrationsService } from "@affiliate/proto/integrations";
 import { LedgerService } from "@affiliate/proto/ledger";
 import { NotifierService } from "@affiliate/proto/notifier";
 import { PartnersService } from "@affiliate/proto/partners";
@@ -28,11 +29,13 @@ const ledgerTransport = createRpcTransport(config.LEDGER_URL);
 const payoutsTransport = createRpcTransport(config.PAYOUTS_URL);
 const notifierTransport = createRpcTransport(config.NOTIFIER_URL);
 const privacyTransport = createRpcTransport(config.PRIVACY_URL);
+const integrationsTransport = createRpcTransport(config.INTEGRATIONS_URL);
 const partners = createClient(PartnersService, partnersTransport);
 const ledger = createClient(LedgerService, ledgerTransport);
 const payouts = createClient(PayoutsService, payoutsTransport);
 const notifier = createClient(NotifierService, notifierTransport);
 const privacy = createClient(PrivacyService, privacyTransport);
+const integrations = createClient(IntegrationsService, integrationsTransport);
 const keyCache = new KeyCache({ resolve: authenticateWith(partners), ttlMs: config.KEY_CACHE_TTL_MS });
 const evictions = startKeyEvictions({
   connect: () => connectNats(config.NATS_URL, "gateway"),
@@ -47,8 +50,20 @@ const ready = gatewayReadiness({
   payouts: payoutsTransport,
   notifier: notifierTransport,
   privacy: privacyTransport,
+  integrations: integrationsTransport,
 });
-const app = buildServer({ partners, ledger, payouts, notifier, privacy, ready, logger, config, keyCache });
+const app = buildServer({
+  partners,
+  ledger,
+  payouts,
+  notifier,
+  privacy,
+  integrations,
+  ready,
+  logger,
+  config,
+  keyCache,
+});
 const closeConnections = gracefulHttpClose(app.server);
 const metrics = await startMetricsServer({ port: config.METRICS_PORT, host: config.HOST, logger, service: "gateway" });
 await app.listen({ port: config.PORT, host: config.HOST });

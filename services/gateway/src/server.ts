@@ -1,6 +1,7 @@
 import { randomUUID } from "node:crypto";
 import type { IncomingMessage } from "node:http";
 import { type Logger, observeHttpRequest, stringifyExact } from "@affiliate/platform";
+import type { IntegrationsService } from "@affiliate/proto/integrations";
 import type { LedgerService } from "@affiliate/proto/ledger";
 import type { NotifierService } from "@affiliate/proto/notifier";
 import type { PartnersService } from "@affiliate/proto/partners";
@@ -20,10 +21,12 @@ import { maxBodyDepth, nestsDeeperThan } from "./json-depth.js";
 import { type OpenApiDocument, openApiDocument } from "./openapi.js";
 import { partnersDirectory } from "./partners-directory.js";
 import { opsRoutes, type ReadinessReport } from "./routes/ops.js";
+import { stripeReceiverRoutes } from "./routes/stripe-receiver.js";
 import { trackingRoutes } from "./routes/tracking.js";
 import { affiliatesRoutes } from "./routes/v1/affiliates.js";
 import { commissionsRoutes } from "./routes/v1/commissions.js";
 import { customersRoutes } from "./routes/v1/customers.js";
+import { integrationsRoutes } from "./routes/v1/integrations.js";
 import { payoutsRoutes } from "./routes/v1/payouts.js";
 import { programRoutes } from "./routes/v1/program.js";
 import { refundsRoutes } from "./routes/v1/refunds.js";
@@ -38,6 +41,7 @@ export interface GatewayDeps {
   payouts: Client<typeof PayoutsService>;
   notifier: Client<typeof NotifierService>;
   privacy: Client<typeof PrivacyService>;
+  integrations: Client<typeof IntegrationsService>;
   /** Which services the gateway calls are not ready (GET /readyz). */
   ready: ReadinessReport;
   logger: Logger;
@@ -136,7 +140,8 @@ export function buildServer(deps: GatewayDeps): FastifyInstance {
     trace.getActiveSpan()?.setAttribute("http.request_id", request.id);
   });
   app.addHook("preValidation", async (request) => {
-    if (nestsDeeperThan(request.body, maxBodyDepth)) {
+    // A body kept as bytes (the Stripe receiver's) has no depth to check.
+    if (!Buffer.isBuffer(request.body) && nestsDeeperThan(request.body, maxBodyDepth)) {
       throw new HttpError(400, { error: `Request body nests deeper than ${maxBodyDepth} levels` });
     }
   });
@@ -192,9 +197,13 @@ export function buildServer(deps: GatewayDeps): FastifyInstance {
       await v1.register(statsRoutes, { ledger, directory });
       await v1.register(webhooksRoutes, { notifier: deps.notifier });
       await v1.register(customersRoutes, { privacy });
+      await v1.register(integrationsRoutes, { integrations: deps.integrations });
     },
     { prefix: "/api/v1" },
   );
+
+  // Stripe's deliveries: no key (the signature is checked by integrations), the body as raw bytes.
+  app.register(stripeReceiverRoutes, { integrations: deps.integrations });
 
   // Last: the document describes every route registered before it (and these three).
   let document: OpenApiDocument | undefined;

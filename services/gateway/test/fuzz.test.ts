@@ -101,6 +101,7 @@ const knownIdOf: Record<PathResource, () => string> = {
   Webhook: () => known.webhook,
   Delivery: () => known.delivery,
   Erasure: () => "ers_1",
+  "Stripe event": () => "evt_1",
 };
 
 function trackingEvents(): Record<string, unknown>[] {

@@ -14,6 +14,7 @@ export const configShape = {
   LEDGER_URL: ownerUrl,
   PARTNERS_URL: ownerUrl,
   NOTIFIER_URL: ownerUrl,
+  INTEGRATIONS_URL: ownerUrl,
   /**
    * Keys the email hash and seals the email while its erasure runs. Equal on every replica and
    * kept across releases: a new key makes earlier receipts unfindable by email. In production it

@@ -14,7 +14,12 @@ const config = loadPrivacyConfig();
 const { logger, sql, serve } = await startServiceProcess({ name: "privacy", config, schema, publishes: true });
 
 const { owners } = configuredOwners(
-  { ledger: config.LEDGER_URL, partners: config.PARTNERS_URL, notifier: config.NOTIFIER_URL },
+  {
+    ledger: config.LEDGER_URL,
+    partners: config.PARTNERS_URL,
+    notifier: config.NOTIFIER_URL,
+    integrations: config.INTEGRATIONS_URL,
+  },
   config.OWNER_TIMEOUT_MS,
 );
 logger.info({ owners: owners.map((owner) => owner.name) }, "erasure owners");

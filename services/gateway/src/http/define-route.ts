@@ -18,7 +18,7 @@ import { unknownNameIssues } from "./strict-input.js";
  */
 export type RouteAccess = "management" | "tracking" | "public";
 
-export type RouteMethod = "GET" | "POST" | "PATCH" | "DELETE";
+export type RouteMethod = "GET" | "POST" | "PUT" | "PATCH" | "DELETE";
 
 /**
  * One answer of a route as the document shows it. Without a schema it has no body (a 204), or,

@@ -40,9 +40,16 @@ export function readinessOf(checks: Record<string, ServiceCheck>): ReadinessRepo
   };
 }
 
-/** The gateway's readiness: partners, the ledger, payouts, the notifier AND privacy answer SERVING. */
+/** The gateway's readiness: partners, the ledger, payouts, the notifier, privacy AND integrations (when given) answer SERVING. */
 export function gatewayReadiness(
-  transports: { partners: Transport; ledger: Transport; payouts: Transport; notifier: Transport; privacy: Transport },
+  transports: {
+    partners: Transport;
+    ledger: Transport;
+    payouts: Transport;
+    notifier: Transport;
+    privacy: Transport;
+    integrations?: Transport;
+  },
   timeoutMs = 1000,
 ) {
   return readinessOf({
@@ -51,6 +58,7 @@ export function gatewayReadiness(
     payouts: serviceHealth(transports.payouts, timeoutMs),
     notifier: serviceHealth(transports.notifier, timeoutMs),
     privacy: serviceHealth(transports.privacy, timeoutMs),
+    ...(transports.integrations ? { integrations: serviceHealth(transports.integrations, timeoutMs) } : {}),
   });
 }
 

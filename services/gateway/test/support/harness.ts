@@ -1,5 +1,6 @@
 import { Writable } from "node:stream";
 import { createLogger, type Logger } from "@affiliate/platform";
+import { IntegrationsService } from "@affiliate/proto/integrations";
 import { LedgerService } from "@affiliate/proto/ledger";
 import { NotifierService } from "@affiliate/proto/notifier";
 import { PartnersService } from "@affiliate/proto/partners";
@@ -75,6 +76,11 @@ export function createGateway(options: GatewayOptions = {}): TestGateway {
     // The notifier's routes are tested against the real service (services/notifier/test).
     notifier: createClient(NotifierService, options.notifierTransport ?? createRouterTransport(() => {})),
     privacy: createClient(PrivacyService, options.privacyTransport ?? privacy.transport),
+    // The integrations routes are tested against the real service (services/integrations/test).
+    integrations: createClient(
+      IntegrationsService,
+      createRouterTransport(() => {}),
+    ),
     ready: options.ready ?? (async () => []),
     logger: options.logger ?? createLogger("gateway-test", "silent"),
     config: {

@@ -1,3 +1,4 @@
+import * as integrationsServer from "@affiliate/integrations/server";
 import { CachedPartnersDirectory } from "@affiliate/ledger/dist/partners-directory.js";
 import * as ledgerServer from "@affiliate/ledger/dist/server.js";
 import * as notifierServer from "@affiliate/notifier/server";
@@ -11,9 +12,11 @@ import {
   migrate,
   PageTokens,
   type RpcServer,
+  SealingKey,
   type Sql,
   startRpcServer,
 } from "@affiliate/platform";
+import { IntegrationsService } from "@affiliate/proto/integrations";
 import { LedgerService } from "@affiliate/proto/ledger";
 import { NotifierService } from "@affiliate/proto/notifier";
 import { PartnersAdminService, PartnersService } from "@affiliate/proto/partners";
@@ -103,6 +106,21 @@ export async function startRealMesh(): Promise<RealMesh> {
     await serve(notifierServer.routes({ sql: notifierSql, clock, allowPrivate: false, pageTokens })),
   );
 
+  // Connections and the receiver; events are stored, not applied (no apply worker here:
+  // services/integrations/test applies them against the real ledger).
+  const integrations = createClient(
+    IntegrationsService,
+    await serve(
+      integrationsServer.routes({
+        sql: await pool(integrationsServer.schema, integrationsServer.migrationsDirectory),
+        sealing: new SealingKey("test-integrations-encryption-key-0123456789", { salt: "test", info: "test" }),
+        clock,
+        pageTokens,
+        eventsSince: async function* () {},
+      }),
+    ),
+  );
+
   const keyCache = new KeyCache({ resolve: authenticateWith(partners), ttlMs: 60_000 });
   keyCache.setTrusted(true);
   const app = buildServer({
@@ -112,6 +130,7 @@ export async function startRealMesh(): Promise<RealMesh> {
     notifier,
     // The privacy saga needs every owner's erasure RPCs and keys; its in-memory fake stands in.
     privacy: createClient(PrivacyService, new FakePrivacy().transport),
+    integrations,
     ready: async () => [],
     logger,
     config: {

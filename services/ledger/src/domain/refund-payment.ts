@@ -26,6 +26,11 @@ export interface RefundInput {
   identification: PaymentIdentification;
   /** The incremental refund; undefined refunds what remains of the payment. */
   refundAmountCents?: number | undefined;
+  /**
+   * Instead of refundAmountCents: the payment's cumulative refunded total as its provider
+   * reports it. The difference from the recorded total is applied, nothing when it is reached.
+   */
+  refundedTotalCents?: number | undefined;
   reason?: string | undefined;
   idempotencyKey?: string | undefined;
   /** Hash of the public request body without the key; derived from the input when empty. */
@@ -83,6 +88,12 @@ function assertValidRefund(input: RefundInput): void {
   if (input.refundAmountCents !== undefined && !Number.isSafeInteger(input.refundAmountCents)) {
     errors.refund_amount_cents = ["Must be an integer number of cents"];
   }
+  if (input.refundedTotalCents !== undefined) {
+    if (input.refundAmountCents !== undefined) errors.refunded_total_cents = ["Not with refund_amount_cents"];
+    else if (!Number.isSafeInteger(input.refundedTotalCents) || input.refundedTotalCents < 0) {
+      errors.refunded_total_cents = ["Must be a non-negative integer number of cents"];
+    }
+  }
   const id = input.identification;
   if ("email" in id && !Number.isSafeInteger(id.paymentAmountCents)) {
     errors.payment_amount_cents = ["Must be an integer number of cents"];
@@ -92,7 +103,12 @@ function assertValidRefund(input: RefundInput): void {
 
 /** A stable hash of what the request asks for, for callers that send no fingerprint. */
 function fingerprintOf(input: RefundInput): string {
-  const canonical = JSON.stringify([input.identification, input.refundAmountCents ?? null, input.reason ?? null]);
+  const canonical = JSON.stringify([
+    input.identification,
+    input.refundAmountCents ?? null,
+    input.reason ?? null,
+    ...(input.refundedTotalCents === undefined ? [] : [input.refundedTotalCents]),
+  ]);
   return createHash("sha256").update(canonical).digest("hex");
 }
 
@@ -130,13 +146,28 @@ async function applyRefund(tx: TransactionSql, input: RefundInput): Promise<Refu
   if (!levelOne) throw new DomainError("not_found", "No commission matches this payment");
 
   const remaining = payment.amountCents - payment.refundedCents;
+  const toTotal = input.refundedTotalCents;
+  // A provider's cumulative total already reached (a redelivery, or reports out of order): the
+  // payment stays as it is, answered as it stands.
+  if (toTotal !== undefined && toTotal <= payment.refundedCents) {
+    return {
+      commissionId: levelOne.id,
+      partnershipId: levelOne.partnershipId,
+      paymentAmountCents: payment.amountCents,
+      refundAmountCents: 0,
+      previousCommissionCents: levelOne.amountCents,
+      newCommissionCents: levelOne.amountCents,
+      status: levelOne.status,
+      fullyRefunded: remaining === 0,
+    };
+  }
   if (remaining === 0) {
     throw DomainError.withInfo("already_exists", `Commission ${levelOne.id} is already fully refunded`, {
       reason: "already_refunded",
       details: { commission_id: levelOne.id },
     });
   }
-  const refund = input.refundAmountCents ?? remaining;
+  const refund = toTotal === undefined ? (input.refundAmountCents ?? remaining) : toTotal - payment.refundedCents;
   if (refund <= 0 || refund > payment.amountCents) {
     throw DomainError.withInfo(
       "out_of_range",

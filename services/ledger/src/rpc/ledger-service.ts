@@ -153,6 +153,7 @@ export function createLedgerService(deps: LedgerServiceDeps): ServiceImpl<typeof
         productId: req.productId,
         identification,
         refundAmountCents: toNumber(req.refundAmountCents),
+        refundedTotalCents: toNumber(req.refundedTotalCents),
         reason: req.reason,
         idempotencyKey: req.idempotencyKey,
         requestFingerprint: req.requestFingerprint,

@@ -1,7 +1,5 @@
-import { createCipheriv, createDecipheriv, createHmac, hkdfSync, randomBytes } from "node:crypto";
-
-const nonceBytes = 12;
-const tagBytes = 16;
+import { createHmac, hkdfSync } from "node:crypto";
+import { SealingKey } from "@affiliate/platform";
 
 /**
  * The two uses of ERASURE_HASH_KEY, each with its own derived key: a keyed hash that finds an
@@ -11,13 +9,11 @@ const tagBytes = 16;
  */
 export class EmailKeys {
   readonly #hashKey: Buffer;
-  readonly #sealKey: Buffer;
+  readonly #sealKey: SealingKey;
 
   constructor(secret: string) {
-    const derive = (purpose: string) =>
-      Buffer.from(hkdfSync("sha256", secret, "affiliate-privacy", `erasure-email-${purpose}`, 32));
-    this.#hashKey = derive("hash");
-    this.#sealKey = derive("seal");
+    this.#hashKey = Buffer.from(hkdfSync("sha256", secret, "affiliate-privacy", "erasure-email-hash", 32));
+    this.#sealKey = new SealingKey(secret, { salt: "affiliate-privacy", info: "erasure-email-seal" });
   }
 
   /** HMAC-SHA256 of the normalised email, hex. */
@@ -27,16 +23,11 @@ export class EmailKeys {
 
   /** AES-256-GCM: nonce, tag, ciphertext. */
   seal(email: string): Buffer {
-    const nonce = randomBytes(nonceBytes);
-    const cipher = createCipheriv("aes-256-gcm", this.#sealKey, nonce);
-    const sealed = Buffer.concat([cipher.update(email, "utf8"), cipher.final()]);
-    return Buffer.concat([nonce, cipher.getAuthTag(), sealed]);
+    return this.#sealKey.seal(email);
   }
 
   /** The email of `seal`; throws when the sealed bytes were not made with this key. */
   open(sealed: Buffer): string {
-    const decipher = createDecipheriv("aes-256-gcm", this.#sealKey, sealed.subarray(0, nonceBytes));
-    decipher.setAuthTag(sealed.subarray(nonceBytes, nonceBytes + tagBytes));
-    return Buffer.concat([decipher.update(sealed.subarray(nonceBytes + tagBytes)), decipher.final()]).toString("utf8");
+    return this.#sealKey.open(sealed);
   }
 }

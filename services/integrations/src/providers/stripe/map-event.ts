@@ -1,0 +1,164 @@
+import { referralCodePattern } from "@affiliate/platform";
+import type { ProviderCommand, Referral } from "../../domain/types.js";
+import {
+  chargeSchema,
+  checkoutSessionSchema,
+  customerSchema,
+  disputeSchema,
+  invoiceSchema,
+  type StripeEvent,
+} from "./payloads.js";
+
+/** The event types that have an effect (contract section 13); reconciliation asks for these. */
+export const handledEventTypes = [
+  "customer.created",
+  "customer.updated",
+  "checkout.session.completed",
+  "checkout.session.async_payment_succeeded",
+  "invoice.paid",
+  "charge.refunded",
+  "charge.dispute.created",
+  "charge.dispute.closed",
+] as const;
+
+/** The metadata key a merchant sets on checkout sessions, subscriptions, invoices or customers. */
+export const referralMetadataKey = "referral_code";
+
+const dateOf = (seconds: number | null | undefined, fallback: Date) =>
+  typeof seconds === "number" ? new Date(seconds * 1000) : fallback;
+
+const present = (value: string | null | undefined) => (value ? value : undefined);
+
+function referralOf(...metadatas: (Record<string, string> | null | undefined)[]): Referral | undefined {
+  for (const metadata of metadatas) {
+    const code = metadata?.[referralMetadataKey]?.trim();
+    if (code) return { referralCode: code };
+  }
+  return undefined;
+}
+
+/**
+ * A session's client_reference_id, when it is a referral: a tracked visitor ("vis_…", what a
+ * click answered) or a referral code. Anything else is the merchant's own reference.
+ */
+function clientReferral(reference: string | null | undefined): Referral | undefined {
+  if (!reference) return undefined;
+  if (reference.startsWith("vis_")) return { visitorId: reference };
+  return referralCodePattern.test(reference) ? { referralCode: reference } : undefined;
+}
+
+/**
+ * Which events must be applied one at a time, in the order received: a customer's (its signup
+ * before its payments); a refund or dispute waits for its payment by itself.
+ */
+export function applyGroupOf(event: StripeEvent): string {
+  const object = event.data.object;
+  const customer = event.type.startsWith("customer.") ? object.id : object.customer;
+  if (typeof customer === "string" && customer) return `customer:${customer}`;
+  if (customer && typeof customer === "object" && typeof (customer as { id?: unknown }).id === "string") {
+    return `customer:${(customer as { id: string }).id}`;
+  }
+  return `event:${event.id}`;
+}
+
+/** What one Stripe event asks of the ledger (contract section 13's table). */
+export function commandOf(event: StripeEvent): ProviderCommand {
+  const received = new Date(event.created * 1000);
+  const object = event.data.object;
+  switch (event.type) {
+    case "customer.created":
+    case "customer.updated": {
+      const customer = customerSchema.parse(object);
+      const referral = referralOf(customer.metadata);
+      if (!referral)
+        return { kind: "ignore", detail: `Customer ${customer.id} has no metadata.${referralMetadataKey}` };
+      return {
+        kind: "signup",
+        referral,
+        customerId: customer.id,
+        email: present(customer.email),
+        occurredAt: dateOf(customer.created, received),
+      };
+    }
+    case "checkout.session.completed":
+    case "checkout.session.async_payment_succeeded": {
+      const session = checkoutSessionSchema.parse(object);
+      const referral = referralOf(session.metadata) ?? clientReferral(session.client_reference_id);
+      const customer = {
+        customerId: session.customer,
+        email: present(session.customer_details?.email) ?? present(session.customer_email),
+      };
+      if (session.subscription || session.invoice || session.mode === "subscription") {
+        if (!referral) return { kind: "ignore", detail: `Session ${session.id} is paid by its invoice; no referral` };
+        if (!customer.customerId) {
+          return { kind: "ignore", detail: `Session ${session.id} is paid by its invoice and names no customer` };
+        }
+        return { kind: "signup", referral, ...customer, occurredAt: dateOf(session.created, received) };
+      }
+      if (session.payment_status !== "paid") {
+        return {
+          kind: "ignore",
+          detail: `Session ${session.id} is not paid yet (${session.payment_status ?? "no status"}); checkout.session.async_payment_succeeded will count it`,
+        };
+      }
+      if (!session.payment_intent || !session.amount_total || !session.currency) {
+        return { kind: "ignore", detail: `Session ${session.id} has no payment intent or amount` };
+      }
+      return {
+        kind: "payment",
+        externalId: session.payment_intent,
+        amountCents: session.amount_total,
+        currency: session.currency,
+        occurredAt: received,
+        referral,
+        aliases: [],
+        ...customer,
+      };
+    }
+    case "invoice.paid": {
+      const invoice = invoiceSchema.parse(object);
+      if (invoice.amount_paid <= 0) return { kind: "ignore", detail: `Invoice ${invoice.id} paid nothing` };
+      const paymentIntents = [
+        invoice.payment_intent,
+        ...(invoice.payments?.data ?? []).map((entry) => entry.payment?.payment_intent),
+      ].filter((id): id is string => typeof id === "string" && id !== "");
+      return {
+        kind: "payment",
+        externalId: invoice.id,
+        amountCents: invoice.amount_paid,
+        currency: invoice.currency,
+        occurredAt: dateOf(invoice.status_transitions?.paid_at, received),
+        referral: referralOf(
+          invoice.metadata,
+          invoice.parent?.subscription_details?.metadata,
+          invoice.subscription_details?.metadata,
+        ),
+        aliases: [...new Set(paymentIntents)],
+        customerId: invoice.customer,
+        email: present(invoice.customer_email),
+      };
+    }
+    case "charge.refunded": {
+      const charge = chargeSchema.parse(object);
+      return {
+        kind: "refund",
+        paymentIds: [charge.invoice, charge.payment_intent].filter((id): id is string => !!id),
+        refundedTotalCents: charge.amount_refunded,
+        currency: charge.currency,
+      };
+    }
+    case "charge.dispute.created":
+    case "charge.dispute.closed": {
+      const dispute = disputeSchema.parse(object);
+      const paymentIds = [dispute.payment_intent].filter((id): id is string => !!id);
+      if (event.type === "charge.dispute.created") return { kind: "hold", paymentIds, disputeId: dispute.id };
+      if (dispute.status === "lost") return { kind: "dispute_lost", paymentIds, disputeId: dispute.id };
+      if (dispute.status === "won" || dispute.status === "warning_closed") {
+        return { kind: "release", paymentIds, disputeId: dispute.id };
+      }
+      return { kind: "ignore", detail: `Dispute ${dispute.id} closed as ${dispute.status}` };
+    }
+    default:
+      return { kind: "ignore", detail: `Event type ${event.type} is not handled` };
+  }
+}

@@ -1,0 +1,144 @@
+import type { JobRow, Queryable } from "@affiliate/platform";
+import type { EventOutcome, ReceivedEvent, StoredEvent } from "../domain/types.js";
+
+/** A stored event as the apply worker claims it. */
+export interface EventJob extends JobRow {
+  productId: string;
+  connectionId: string;
+  eventId: string;
+  type: string;
+  livemode: boolean;
+  receivedAt: Date;
+  outcome: EventOutcome;
+  attempts: number;
+}
+
+const listColumns = (sql: Queryable) =>
+  sql`id, event_id, type, livemode, received_at, outcome, detail, tracking_event_id, commission_ids`;
+
+/**
+ * Stores a verified event, due at once, unless its id is stored already (a redelivery): answers
+ * whether it was new. The insert is the acknowledgement's precondition: Stripe is answered 200
+ * only after it commits.
+ */
+export async function insertEvent(
+  sql: Queryable,
+  event: ReceivedEvent & { id: string; productId: string; connectionId: string; now: Date },
+): Promise<boolean> {
+  const inserted = await sql`
+    insert into stripe_events (id, product_id, connection_id, event_id, type, livemode, created_at, received_at,
+                               payload, outcome, detail, apply_group, next_attempt_at)
+    values (${event.id}, ${event.productId}, ${event.connectionId}, ${event.eventId}, ${event.type}, ${event.livemode},
+            ${event.createdAt}, ${event.now}, ${event.payload}::text::jsonb, 'waiting', 'Received; not applied yet',
+            ${event.applyGroup}, ${event.now})
+    on conflict (product_id, event_id) do nothing`;
+  return inserted.count > 0;
+}
+
+/**
+ * The event as stored, parsed here: read as text, because the pool's camelCase transform would
+ * rename the payload's own keys (amount_paid) if postgres.js parsed the jsonb.
+ */
+export async function payloadOf(sql: Queryable, id: string): Promise<unknown> {
+  const [row] = await sql<{ payload: string }[]>`select payload::text as payload from stripe_events where id = ${id}`;
+  if (!row) throw new Error(`stripe event ${id} is gone`);
+  return JSON.parse(row.payload);
+}
+
+/** Which of these Stripe event ids the product has stored. */
+export async function storedEventIds(sql: Queryable, productId: string, eventIds: string[]): Promise<Set<string>> {
+  if (eventIds.length === 0) return new Set();
+  const rows = await sql<{ eventId: string }[]>`
+    select event_id from stripe_events where product_id = ${productId} and event_id = any(${eventIds}::text[])`;
+  return new Set(rows.map((row) => row.eventId));
+}
+
+/** The outcome of an attempt, written when the attempt finishes (fenced by the job's lease). */
+export interface AttemptRecord {
+  outcome: EventOutcome;
+  detail: string;
+  trackingEventId?: string | null | undefined;
+  commissionIds?: string[] | undefined;
+  /** When to try again (waiting for a payment, a service unavailable); null: done. */
+  nextAttemptAt: Date | null;
+  /** The payments a waiting refund or dispute waits for. */
+  awaitsPayment?: string[] | undefined;
+}
+
+export async function recordAttempt(sql: Queryable, id: string, record: AttemptRecord): Promise<void> {
+  await sql`
+    update stripe_events
+    set outcome = ${record.outcome}, detail = ${record.detail},
+        tracking_event_id = coalesce(${record.trackingEventId ?? null}, tracking_event_id),
+        commission_ids = ${record.commissionIds ?? []}::text[],
+        next_attempt_at = ${record.nextAttemptAt}, awaits_payment = ${record.awaitsPayment ?? null},
+        attempts = attempts + 1
+    where id = ${id}`;
+}
+
+/** A payment was recorded: the refunds and disputes waiting for it are due now. */
+export async function wakeWaitersOf(sql: Queryable, productId: string, paymentIds: string[], now: Date): Promise<void> {
+  await sql`
+    update stripe_events set next_attempt_at = ${now}
+    where product_id = ${productId} and outcome = 'waiting' and awaits_payment && ${paymentIds}::text[]`;
+}
+
+export async function eventOf(sql: Queryable, productId: string, eventId: string): Promise<StoredEvent | undefined> {
+  const [row] = await sql<StoredEvent[]>`
+    select ${listColumns(sql)} from stripe_events where product_id = ${productId} and event_id = ${eventId}`;
+  return row;
+}
+
+/** Makes a failed event due again; answers its attempts so far, or undefined when it had not failed. */
+export async function scheduleRetry(
+  sql: Queryable,
+  productId: string,
+  eventId: string,
+  now: Date,
+): Promise<number | undefined> {
+  const [row] = await sql<{ attempts: number }[]>`
+    update stripe_events set outcome = 'waiting', detail = 'Retry requested; not applied yet', next_attempt_at = ${now}
+    where product_id = ${productId} and event_id = ${eventId} and outcome = 'failed'
+    returning attempts`;
+  return row?.attempts;
+}
+
+/** How many attempts the event has had. */
+export async function attemptsOf(sql: Queryable, productId: string, eventId: string): Promise<number> {
+  const [row] = await sql<{ attempts: number }[]>`
+    select attempts from stripe_events where product_id = ${productId} and event_id = ${eventId}`;
+  return row?.attempts ?? 0;
+}
+
+/** One page of the product's events, newest first, after the internal id `afterId`. */
+export async function listEvents(
+  sql: Queryable,
+  productId: string,
+  filter: { outcome?: EventOutcome | undefined },
+  afterId: string | undefined,
+  limit: number,
+): Promise<StoredEvent[]> {
+  return sql<StoredEvent[]>`
+    select ${listColumns(sql)} from stripe_events
+    where product_id = ${productId}
+      ${filter.outcome ? sql`and outcome = ${filter.outcome}` : sql``}
+      ${afterId ? sql`and id < ${afterId}` : sql``}
+    order by id desc limit ${limit}`;
+}
+
+/** The outcomes of these internal ids, and whether each was tried yet (reconciliation waits for them). */
+export async function outcomesOf(
+  sql: Queryable,
+  ids: string[],
+): Promise<{ id: string; outcome: EventOutcome; attempted: boolean }[]> {
+  if (ids.length === 0) return [];
+  return sql<{ id: string; outcome: EventOutcome; attempted: boolean }[]>`
+    select id, outcome, attempts > 0 as attempted from stripe_events where id = any(${ids}::text[])`;
+}
+
+/** The last event the product received, for reconciliation's default start. */
+export async function lastReceivedAt(sql: Queryable, productId: string): Promise<Date | null> {
+  const [row] = await sql<{ at: Date | null }[]>`
+    select max(received_at) as at from stripe_events where product_id = ${productId}`;
+  return row?.at ?? null;
+}

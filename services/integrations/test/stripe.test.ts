@@ -1,0 +1,407 @@
+import { createServer, type Server } from "node:http";
+import { StripeEventOutcome } from "@affiliate/proto/integrations";
+import { Code, ConnectError } from "@connectrpc/connect";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { stripeEventsSince } from "../src/providers/stripe/events-api.js";
+import { connectedProgram, deliver, fixtures, type Harness, startHarness, stripeEvent, unique } from "./harness.js";
+
+let h: Harness;
+beforeAll(async () => {
+  h = await startHarness();
+});
+afterAll(async () => {
+  await h?.close();
+});
+
+const commissionsOf = async (program: { productId: string; partnershipId: string }) =>
+  (
+    await h.ledger.listCommissions({
+      productId: program.productId,
+      partnershipId: program.partnershipId,
+      pageSize: 100,
+    })
+  ).commissions;
+
+const eventsOf = async (productId: string) =>
+  (await h.integrations.listStripeEvents({ productId, pageSize: 100 })).events;
+
+const outcomeOf = async (productId: string, eventId: string) => {
+  const event = (await eventsOf(productId)).find((e) => e.id === eventId);
+  return { outcome: StripeEventOutcome[event?.outcome ?? 0], detail: event?.detail };
+};
+
+const codeOf = async (call: Promise<unknown>) => {
+  try {
+    await call;
+    return "ok";
+  } catch (error) {
+    return Code[ConnectError.from(error).code];
+  }
+};
+
+describe("the receiver", () => {
+  it("refuses bad signatures, stale timestamps, unknown connections and malformed JSON, storing nothing", async () => {
+    const program = await connectedProgram(h);
+    const event = stripeEvent("invoice.paid", fixtures.invoice({ id: unique("cus"), email: "x@example.com" }, 100));
+    const stale = Math.floor(Date.now() / 1000) - 301;
+    expect(await codeOf(deliver(h, program, event, { secret: "whsec_other" }))).toBe("InvalidArgument");
+    expect(await codeOf(deliver(h, program, event, { timestamp: stale }))).toBe("InvalidArgument");
+    expect(await codeOf(deliver(h, { ...program, connectionId: "scn_unknown" }, event))).toBe("NotFound");
+    expect(await codeOf(deliver(h, program, event, { payload: '{"id": "evt_1", ' }))).toBe("InvalidArgument");
+    expect(await codeOf(deliver(h, program, event, { payload: '{"object": "customer"}' }))).toBe("InvalidArgument");
+    expect(await eventsOf(program.productId)).toEqual([]);
+  });
+
+  it("keeps verifying the replaced webhook secret for 24 hours after a second PUT", async () => {
+    const program = await connectedProgram(h);
+    const rolled = `whsec_${unique("rolled").replace(/_/g, "")}`;
+    await h.integrations.connectStripe({ productId: program.productId, webhookSecret: rolled });
+    const event = () => stripeEvent("customer.created", { id: unique("cus"), object: "customer", metadata: {} });
+    expect((await deliver(h, program, event(), { secret: rolled })).redelivered).toBe(false);
+    expect((await deliver(h, program, event())).redelivered).toBe(false);
+    h.now.value = new Date(Date.now() + 24 * 60 * 60 * 1000 + 1000);
+    const timestamp = Math.floor(h.now.value.getTime() / 1000);
+    try {
+      expect(await codeOf(deliver(h, program, event(), { timestamp }))).toBe("InvalidArgument");
+      expect(await codeOf(deliver(h, program, event(), { timestamp, secret: rolled }))).toBe("ok");
+    } finally {
+      h.now.value = new Date();
+    }
+    const { connection } = await h.integrations.getStripeConnection({ productId: program.productId });
+    expect(connection?.eventsReceived).toBe(3n);
+    expect(connection?.hasApiKey).toBe(false);
+  });
+
+  it("after a disconnect the path answers NOT_FOUND", async () => {
+    const program = await connectedProgram(h);
+    await h.integrations.disconnectStripe({ productId: program.productId });
+    const event = stripeEvent("customer.created", { id: unique("cus"), object: "customer", metadata: {} });
+    expect(await codeOf(deliver(h, program, event))).toBe("NotFound");
+    expect(await codeOf(h.integrations.getStripeConnection({ productId: program.productId }))).toBe("NotFound");
+  });
+});
+
+describe("payments", () => {
+  it("a referred customer's paid invoice, each event delivered twice and out of order, is one payment and one commission", async () => {
+    const program = await connectedProgram(h);
+    const customer = fixtures.customer(program.code, `${unique("c")}@example.com`);
+    const invoice = fixtures.invoice(customer, 12_345);
+    const created = stripeEvent("customer.created", customer);
+    const paid = stripeEvent("invoice.paid", invoice);
+    expect((await deliver(h, program, created)).redelivered).toBe(false);
+    expect((await deliver(h, program, paid)).redelivered).toBe(false);
+    expect((await deliver(h, program, paid)).redelivered).toBe(true);
+    expect((await deliver(h, program, created)).redelivered).toBe(true);
+    await h.drain();
+    // A customer.updated repeating the referral records nothing more.
+    await deliver(h, program, stripeEvent("customer.updated", customer));
+    await h.drain();
+
+    const commissions = await commissionsOf(program);
+    expect(commissions.map((c) => [c.level, Number(c.paymentAmountCents), Number(c.amountCents)])).toEqual([
+      [1, 12_345, 2469],
+    ]);
+    expect(await outcomeOf(program.productId, paid.id)).toMatchObject({ outcome: "APPLIED" });
+    const events = await eventsOf(program.productId);
+    expect(events.map((e) => [e.type, StripeEventOutcome[e.outcome]])).toEqual([
+      ["customer.updated", "IGNORED"],
+      ["invoice.paid", "APPLIED"],
+      ["customer.created", "APPLIED"],
+    ]);
+    expect(events[1]?.commissionIds).toEqual([commissions[0]?.id]);
+  });
+
+  it("the same invoice reported through the API and through Stripe is one commission", async () => {
+    const program = await connectedProgram(h);
+    const customer = fixtures.customer(program.code, `${unique("c")}@example.com`);
+    const invoice = fixtures.invoice(customer, 5000);
+    await h.ledger.track({
+      productId: program.productId,
+      type: 3,
+      referralCode: program.code,
+      customerEmail: customer.email,
+      externalId: invoice.id,
+      amountCents: 5000n,
+    });
+    const paid = stripeEvent("invoice.paid", invoice);
+    await deliver(h, program, paid);
+    await h.drain();
+    expect((await commissionsOf(program)).filter((c) => c.level === 1)).toHaveLength(1);
+    expect((await outcomeOf(program.productId, paid.id)).detail).toContain("recorded already");
+  });
+
+  it("a one-time checkout paid later (async_payment_succeeded) counts once; a subscription checkout only records the referral", async () => {
+    const program = await connectedProgram(h);
+    const session = {
+      id: unique("cs"),
+      object: "checkout.session",
+      mode: "payment",
+      amount_total: 2000,
+      currency: "usd",
+      customer: unique("cus"),
+      customer_details: { email: `${unique("c")}@example.com` },
+      client_reference_id: program.code,
+      payment_intent: unique("pi"),
+      invoice: null,
+      subscription: null,
+      metadata: {},
+    };
+    const unpaid = stripeEvent("checkout.session.completed", { ...session, payment_status: "unpaid" });
+    const succeeded = stripeEvent("checkout.session.async_payment_succeeded", { ...session, payment_status: "paid" });
+    await deliver(h, program, unpaid);
+    await deliver(h, program, succeeded);
+    await h.drain();
+    expect(await outcomeOf(program.productId, unpaid.id)).toMatchObject({ outcome: "IGNORED" });
+    expect(await outcomeOf(program.productId, succeeded.id)).toMatchObject({ outcome: "APPLIED" });
+
+    const subscription = stripeEvent("checkout.session.completed", {
+      ...session,
+      id: unique("cs"),
+      mode: "subscription",
+      payment_status: "paid",
+      customer: unique("cus"),
+      subscription: unique("sub"),
+      invoice: unique("in"),
+      metadata: { referral_code: program.code },
+    });
+    await deliver(h, program, subscription);
+    await h.drain();
+    expect(await outcomeOf(program.productId, subscription.id)).toMatchObject({
+      outcome: "APPLIED",
+      detail: `Signup recorded, attributed to partnership ${program.partnershipId}`,
+    });
+    expect((await commissionsOf(program)).map((c) => Number(c.paymentAmountCents))).toEqual([2000]);
+  });
+
+  it("an amount in another currency than the program's fails and records nothing", async () => {
+    const program = await connectedProgram(h);
+    const customer = fixtures.customer(program.code, `${unique("c")}@example.com`);
+    const paid = stripeEvent("invoice.paid", fixtures.invoice(customer, 1000, "eur"));
+    await deliver(h, program, paid);
+    await h.drain();
+    expect(await outcomeOf(program.productId, paid.id)).toEqual({
+      outcome: "FAILED",
+      detail: "The amount is in EUR, the program's currency is USD: nothing recorded",
+    });
+    expect(await commissionsOf(program)).toEqual([]);
+  });
+
+  it("a test-mode event is sandbox data: recorded, no commission", async () => {
+    const program = await connectedProgram(h);
+    const customer = fixtures.customer(program.code, `${unique("c")}@example.com`);
+    const paid = stripeEvent("invoice.paid", fixtures.invoice(customer, 1000), { livemode: false });
+    await deliver(h, program, paid);
+    await h.drain();
+    expect((await outcomeOf(program.productId, paid.id)).detail).toContain("as sandbox data");
+    expect(await commissionsOf(program)).toEqual([]);
+  });
+});
+
+describe("refunds", () => {
+  it("three partial refunds, then a redelivery of the first, refund exactly the cumulative total", async () => {
+    const program = await connectedProgram(h);
+    const customer = fixtures.customer(program.code, `${unique("c")}@example.com`);
+    const invoice = fixtures.invoice(customer, 10_000);
+    await deliver(h, program, stripeEvent("invoice.paid", { ...invoice, customer: null }));
+    await deliver(h, program, stripeEvent("customer.created", customer));
+    await h.drain();
+    // The payment came before its customer's referral: unattributed. Pay again with a referral.
+    const referred = { ...fixtures.invoice(customer, 10_000), metadata: { referral_code: program.code } };
+    await deliver(h, program, stripeEvent("invoice.paid", referred));
+    await h.drain();
+
+    const first = stripeEvent("charge.refunded", fixtures.charge(referred, 1000));
+    await deliver(h, program, first);
+    await deliver(h, program, stripeEvent("charge.refunded", fixtures.charge(referred, 3500)));
+    await deliver(h, program, stripeEvent("charge.refunded", fixtures.charge(referred, 6000)));
+    await h.drain();
+    // A redelivery of the first (a new event id for the same cumulative 1000, as a resend after a
+    // retention window would be) and an exact repeat refund nothing more.
+    await deliver(h, program, { ...first, id: unique("evt") });
+    await deliver(h, program, first);
+    await h.drain();
+
+    const [commission] = (await commissionsOf(program)).filter((c) => c.level === 1);
+    expect(Number(commission?.amountCents)).toBe(800); // 20% of the 4,000 cents left
+    const refunds = (await eventsOf(program.productId)).filter((e) => e.type === "charge.refunded");
+    expect(refunds.map((e) => StripeEventOutcome[e.outcome])).toEqual(["APPLIED", "APPLIED", "APPLIED", "APPLIED"]);
+    expect(refunds[0]?.detail).toContain("it was already");
+  });
+
+  it("a refund before its payment waits, and is applied when the payment arrives", async () => {
+    const program = await connectedProgram(h);
+    const customer = fixtures.customer(program.code, `${unique("c")}@example.com`);
+    const invoice = { ...fixtures.invoice(customer, 8000), metadata: { referral_code: program.code } };
+    // The new API versions' charge names no invoice: the payment intent leads to it.
+    const { invoice: _, ...charge } = fixtures.charge(invoice, 8000);
+    const refunded = stripeEvent("charge.refunded", { ...charge, customer: null });
+    await deliver(h, program, refunded);
+    await h.drain();
+    expect(await outcomeOf(program.productId, refunded.id)).toEqual({
+      outcome: "WAITING",
+      detail: `Waiting for payment ${invoice.payment_intent}`,
+    });
+    await deliver(h, program, stripeEvent("invoice.paid", invoice));
+    await h.drain();
+    expect(await outcomeOf(program.productId, refunded.id)).toMatchObject({ outcome: "APPLIED" });
+    const [commission] = await commissionsOf(program);
+    expect([Number(commission?.amountCents), commission?.status]).toEqual([0, 5]);
+  });
+
+  it("a refund whose payment never comes fails after 72 hours, and can be retried", async () => {
+    const program = await connectedProgram(h);
+    const refunded = stripeEvent("charge.refunded", {
+      id: unique("ch"),
+      object: "charge",
+      amount_refunded: 100,
+      currency: "usd",
+      payment_intent: unique("pi"),
+    });
+    await deliver(h, program, refunded);
+    await h.drain();
+    h.now.value = new Date(Date.now() + 73 * 60 * 60 * 1000);
+    try {
+      await h.drain();
+    } finally {
+      h.now.value = new Date();
+    }
+    expect((await outcomeOf(program.productId, refunded.id)).outcome).toBe("FAILED");
+    const { event } = await h.integrations.retryStripeEvent({ productId: program.productId, eventId: refunded.id });
+    expect(event?.outcome).not.toBe(StripeEventOutcome.UNSPECIFIED);
+    expect(
+      await codeOf(h.integrations.retryStripeEvent({ productId: program.productId, eventId: unique("evt") })),
+    ).toBe("NotFound");
+  });
+});
+
+describe("durability", () => {
+  it("an event stored while no worker runs, and one whose first attempt died after the ledger's commit, are applied once", async () => {
+    const program = await connectedProgram(h);
+    const customer = fixtures.customer(program.code, `${unique("c")}@example.com`);
+    const invoice = { ...fixtures.invoice(customer, 20_000), metadata: { referral_code: program.code } };
+    // The process is killed between storing and applying: the stored event waits for the next one.
+    await h.restartWorker({ stopped: true });
+    const paid = stripeEvent("invoice.paid", invoice);
+    await deliver(h, program, paid);
+    // The next process's first attempt reaches the ledger, then dies before recording the outcome.
+    let crashes = 1;
+    await h.restartWorker({
+      ledger: (real) => ({
+        ...real,
+        async track(input) {
+          const tracked = await real.track(input);
+          if (crashes-- > 0) throw new ConnectError("connection lost after the commit", Code.Unavailable);
+          return tracked;
+        },
+      }),
+    });
+    await h.drain();
+    expect((await outcomeOf(program.productId, paid.id)).outcome).toBe("WAITING");
+    h.now.value = new Date(Date.now() + 60_000);
+    try {
+      await h.drain();
+    } finally {
+      h.now.value = new Date();
+    }
+    expect((await outcomeOf(program.productId, paid.id)).outcome).toBe("APPLIED");
+    expect((await commissionsOf(program)).filter((c) => c.level === 1).map((c) => Number(c.amountCents))).toEqual([
+      4000,
+    ]);
+    await h.restartWorker();
+  });
+});
+
+describe("reconciliation", () => {
+  let fake: Server;
+  let fakeEvents: unknown[] = [];
+  let fakeBase = "";
+  beforeAll(async () => {
+    // A local fake of Stripe's GET /v1/events: the handled types, newest first, paged by starting_after.
+    fake = createServer((request, response) => {
+      const url = new URL(request.url ?? "/", "http://fake");
+      if (url.pathname !== "/v1/events" || request.headers.authorization !== "Bearer rk_test_reconcile") {
+        response.writeHead(401, { "content-type": "application/json" });
+        response.end(JSON.stringify({ error: { type: "invalid_request_error", message: "Invalid API key" } }));
+        return;
+      }
+      const after = url.searchParams.get("starting_after");
+      const start = after ? fakeEvents.findIndex((e) => (e as { id: string }).id === after) + 1 : 0;
+      const limit = Number(url.searchParams.get("limit") ?? 10);
+      const page = fakeEvents.slice(start, start + Math.min(limit, 2));
+      response.writeHead(200, { "content-type": "application/json" });
+      response.end(
+        JSON.stringify({
+          object: "list",
+          url: "/v1/events",
+          has_more: start + page.length < fakeEvents.length,
+          data: page,
+        }),
+      );
+    });
+    await new Promise<void>((resolve) => fake.listen(0, "127.0.0.1", resolve));
+    const address = fake.address();
+    fakeBase = `http://127.0.0.1:${typeof address === "object" && address ? address.port : 0}`;
+    h.eventsSince = (apiKey, since) => stripeEventsSince({ apiBase: fakeBase, apiKey, since, timeoutMs: 5000 });
+  });
+  afterAll(async () => {
+    await new Promise((resolve) => fake.close(resolve));
+  });
+
+  it("recovers every event whose delivery was dropped, once", async () => {
+    const program = await connectedProgram(h, { apiKey: "rk_test_reconcile" });
+    const customer = fixtures.customer(program.code, `${unique("c")}@example.com`);
+    const invoice = fixtures.invoice(customer, 30_000);
+    const created = stripeEvent("customer.created", customer);
+    const paid = stripeEvent("invoice.paid", invoice);
+    const refunded = stripeEvent("charge.refunded", fixtures.charge(invoice, 10_000));
+    // Only the first delivery arrived; Stripe lists all three, newest first.
+    await deliver(h, program, created);
+    fakeEvents = [refunded, paid, created];
+
+    const report = await h.integrations.reconcileStripe({ productId: program.productId });
+    expect({ fetched: report.fetched, new: report.new }).toEqual({ fetched: 3n, new: 2n });
+    await h.drain();
+    const again = await h.integrations.reconcileStripe({ productId: program.productId });
+    expect({ fetched: again.fetched, new: again.new }).toEqual({ fetched: 3n, new: 0n });
+
+    const [commission] = (await commissionsOf(program)).filter((c) => c.level === 1);
+    expect([Number(commission?.paymentAmountCents), Number(commission?.amountCents)]).toEqual([30_000, 4000]);
+    expect((await eventsOf(program.productId)).map((e) => StripeEventOutcome[e.outcome])).toEqual([
+      "APPLIED",
+      "APPLIED",
+      "APPLIED",
+    ]);
+  });
+
+  it("needs an API key", async () => {
+    const program = await connectedProgram(h);
+    expect(await codeOf(h.integrations.reconcileStripe({ productId: program.productId }))).toBe("FailedPrecondition");
+  });
+});
+
+describe("erasure", () => {
+  it("replaces the customer's email in the stored events, counted in the receipt; other customers keep theirs", async () => {
+    const program = await connectedProgram(h);
+    const email = `${unique("erased")}@example.com`;
+    const kept = `${unique("kept")}@example.com`;
+    const customer = fixtures.customer(program.code, email);
+    await deliver(h, program, stripeEvent("customer.created", customer));
+    await deliver(
+      h,
+      program,
+      stripeEvent("invoice.paid", { ...fixtures.invoice(customer, 1000), customer_email: "ERASED@x" }),
+    );
+    await deliver(h, program, stripeEvent("invoice.paid", fixtures.invoice(customer, 1000)));
+    await deliver(h, program, stripeEvent("customer.created", fixtures.customer(program.code, kept)));
+    await h.drain();
+    const subject = { productId: program.productId, email };
+    const storesOf = (answer: { stores: { store: string; records: bigint }[] }) =>
+      Object.fromEntries(answer.stores.map(({ store, records }) => [store, Number(records)]));
+    expect(storesOf(await h.erasure.findCustomer(subject))).toEqual({ stripe_events: 2 });
+    const erasureId = unique("ers");
+    expect(storesOf(await h.erasure.eraseCustomer({ ...subject, erasureId }))).toEqual({ stripe_events: 2 });
+    expect(storesOf(await h.erasure.eraseCustomer({ ...subject, erasureId }))).toEqual({ stripe_events: 2 });
+    expect(storesOf(await h.erasure.findCustomer(subject))).toEqual({ stripe_events: 0 });
+    expect(storesOf(await h.erasure.findCustomer({ ...subject, email: kept }))).toEqual({ stripe_events: 1 });
+  });
+});
