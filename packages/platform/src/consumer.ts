@@ -23,7 +23,7 @@ export function decodeEvent<Desc extends DescMessage>(event: DomainEvent<Desc>, 
   }
 }
 
-export interface DurableConsumerOptions<Prepared = undefined> {
+export interface DurableConsumerOptions {
   sql: Sql;
   js: JetStreamClient;
   jsm: JetStreamManager;
@@ -36,19 +36,10 @@ export interface DurableConsumerOptions<Prepared = undefined> {
   namespace: string;
   logger: Logger;
   /**
-   * Applies the event inside `tx`, the transaction that also records the event id, with what
-   * `prepare` answered. Throw UndecodableEvent for a message that can never be applied; any
-   * other error is retried.
+   * Applies the event inside `tx`, the transaction that also records the event id. Throw
+   * UndecodableEvent for a message that can never be applied; any other error is retried.
    */
-  handle(tx: TransactionSql, message: ConsumedEvent, prepared: Prepared): Promise<void>;
-  /**
-   * What `handle` needs from sources slower than the consumer's own database (the notifier asks
-   * the ledger and partners for a payload), got before the transaction opens, so the wait holds
-   * no pool connection and no transaction's turn. Runs after `changesNothing`; a throw is
-   * handled as `handle`'s. A redelivery of an event already applied is recognised first and
-   * prepares nothing; otherwise it may run again for a redelivered event, so it only reads.
-   */
-  prepare?(message: ConsumedEvent): Promise<Prepared>;
+  handle(tx: TransactionSql, message: ConsumedEvent): Promise<void>;
   /**
    * True for an event that `handle` would apply as nothing: it is acked at once, without a
    * transaction or a recorded id (a redelivery is harmless, as it too changes nothing).
@@ -133,9 +124,7 @@ const redeliveries = new Counter({
  * of the effect, a redelivery of an applied event is acked without effect, and the ack follows
  * the commit. Transient failures are nak'ed with a growing delay.
  */
-export async function startDurableConsumer<Prepared = undefined>(
-  options: DurableConsumerOptions<Prepared>,
-): Promise<DurableConsumer> {
+export async function startDurableConsumer(options: DurableConsumerOptions): Promise<DurableConsumer> {
   const { sql, js, jsm, stream, durable, namespace, logger } = options;
   await jsm.consumers.add(stream, {
     durable_name: durable,
@@ -158,9 +147,6 @@ export async function startDurableConsumer<Prepared = undefined>(
   // decision may read what that one changed.
   const held = concurrency > 1 ? Math.max(concurrency, decidingAtOnce) : 1;
   const transactions = turns(concurrency);
-
-  const applied = async (id: string) =>
-    (await sql`select 1 from applied_events where consumer = ${durable} and event_id = ${id}`).length > 0;
 
   const apply = async (msg: JsMsg) => {
     if (msg.info.redelivered) redeliveries.inc({ durable });
@@ -186,12 +172,6 @@ export async function startDurableConsumer<Prepared = undefined>(
         contextFromNatsHeaders(msg.headers),
         async () => {
           if (await options.changesNothing?.(event)) return "skipped";
-          let prepared = undefined as Prepared;
-          if (options.prepare) {
-            // A redelivery after a commit whose ack was lost: nothing to prepare for.
-            if (msg.info.redelivered && (await applied(id))) return "duplicate";
-            prepared = await options.prepare(event);
-          }
           await transactions.take();
           try {
             return await sql.begin(async (tx) => {
@@ -199,7 +179,7 @@ export async function startDurableConsumer<Prepared = undefined>(
                 insert into applied_events (consumer, event_id) values (${durable}, ${id})
                 on conflict do nothing returning event_id`;
               if (!fresh) return "duplicate";
-              await options.handle(tx, event, prepared);
+              await options.handle(tx, event);
               return "applied";
             });
           } finally {

@@ -1,20 +1,15 @@
 import { trace } from "@opentelemetry/api";
-import { type DestinationStream, type Logger, type LoggerOptions, pino } from "pino";
+import { type Logger, pino } from "pino";
 
 export type { Logger };
 
 /**
  * JSON logs on stdout, one line per event, with the active trace and span ids so a log line
  * leads to its trace. Secrets are redacted by path as a second line of defence: the first is
- * never putting keys, emails, names or IPs into log fields at all. `destination` (default stdout)
- * lets a test read the lines exactly as they would be written.
+ * never putting keys, emails, names or IPs into log fields at all.
  */
-export function createLogger(
-  service: string,
-  level = process.env.LOG_LEVEL ?? "info",
-  destination?: DestinationStream,
-): Logger {
-  const options: LoggerOptions = {
+export function createLogger(service: string, level = process.env.LOG_LEVEL ?? "info"): Logger {
+  return pino({
     name: service,
     level,
     base: { service },
@@ -38,6 +33,5 @@ export function createLogger(
       ],
       censor: "[redacted]",
     },
-  };
-  return destination ? pino(options, destination) : pino(options);
+  });
 }

@@ -364,60 +364,6 @@ describe("startDurableConsumer", () => {
     expect(skipped).toHaveLength(5);
   });
 
-  it("prepares before the transaction: a waiting prepare holds no transaction's turn, and handle gets its answer", async () => {
-    const subject = "svc.prepared.before";
-    const durable = "prepared_before";
-    let release: () => void = () => {};
-    const ownersAnswer = new Promise<void>((resolve) => {
-      release = resolve;
-    });
-    let preparing = 0;
-    const consumer = await startDurableConsumer({
-      sql,
-      js,
-      jsm,
-      stream,
-      durable,
-      subject,
-      namespace: events.namespace,
-      logger: silentLogger,
-      concurrency: 2,
-      // Events "slow…" wait on their sources (as the notifier's on the ledger); the others answer at once.
-      async prepare(message) {
-        const data = Buffer.from(message.data).toString();
-        if (data.startsWith("slow")) {
-          preparing += 1;
-          await ownersAnswer;
-        }
-        return `${data} prepared`;
-      },
-      handle: async (tx, message, prepared) => {
-        await tx`insert into effects (event_id, subject, data) values (${message.id}, ${message.subject}, ${Buffer.from(prepared)})`;
-      },
-    });
-    consumers.push(consumer);
-    const slow = [];
-    for (let i = 0; i < 4; i++) slow.push(await publish(subject, `slow ${i}`));
-    const fast = [await publish(subject, "fast 1"), await publish(subject, "fast 2")];
-
-    // Four preparations wait, more than the two transactions' turns, and the later events are applied meanwhile.
-    await eventually("the fast events applied", async () => (await effects(subject)).length === 2);
-    expect(preparing).toBe(4);
-    expect((await effects(subject)).sort()).toEqual([...fast].sort());
-    release();
-    await eventually("every event settled", () => settled(durable, 6));
-    const rows = await sql<{ data: Buffer }[]>`select data from effects where subject = ${subject} order by data`;
-    expect(rows.map((row) => row.data.toString())).toEqual([
-      "fast 1 prepared",
-      "fast 2 prepared",
-      "slow 0 prepared",
-      "slow 1 prepared",
-      "slow 2 prepared",
-      "slow 3 prepared",
-    ]);
-    expect((await appliedIds(durable)).sort()).toEqual([...slow, ...fast].sort());
-  });
-
   it("continues the producer's trace", async () => {
     // The SDK registers the tracer provider, W3C propagator and async context globally.
     const sdk = new NodeSDK({ spanProcessors: [new NoopSpanProcessor()] });

@@ -7,7 +7,6 @@ import {
   type DurableConsumer,
   ensureStream,
   errorMapping,
-  type Logger,
   migrate,
   type NatsConnection,
   PageTokens,
@@ -39,8 +38,6 @@ export class FakeOwners implements Owners {
   readonly partnerships = new Map<string, Partnership>();
   /** How many times the owners were asked: an event nobody listens to asks nothing. */
   calls = 0;
-  /** While set, the ledger answers only once it resolves (a slow owner). */
-  gate: Promise<void> | undefined;
 
   addPartnership(productId: string, id: string, affiliate: { email: string; name: string }): Partnership {
     const partnership = create(PartnershipSchema, {
@@ -81,7 +78,6 @@ export class FakeOwners implements Owners {
 
   async commission(_productId: string, id: string) {
     this.calls += 1;
-    await this.gate;
     const found = this.commissions.get(id);
     if (!found) throw new Error(`no commission ${id}`);
     return found;
@@ -103,13 +99,9 @@ export interface Received {
   body: string;
 }
 
-/**
- * A receiver: records every request; answers each path's programmed statuses in turn, then 200,
- * after `answerAfterMs` (a slow receiver keeps attempts in flight).
- */
+/** A receiver: records every request; answers each path's programmed statuses in turn, then 200. */
 export class Sink {
   readonly received: Received[] = [];
-  constructor(private readonly answerAfterMs: () => number = () => 0) {}
   private readonly plans = new Map<string, (number | { status: number; headers: Record<string, string> })[]>();
   private server!: Server;
   port = 0;
@@ -125,10 +117,7 @@ export class Sink {
         this.received.push({ path, headers: req.headers, body });
         const next = this.plans.get(path)?.shift() ?? 200;
         const answer = typeof next === "number" ? { status: next, headers: {} } : next;
-        const delayMs = this.answerAfterMs();
-        const respond = () => res.writeHead(answer.status, answer.headers).end("ok");
-        if (delayMs > 0) setTimeout(respond, delayMs);
-        else respond();
+        res.writeHead(answer.status, answer.headers).end("ok");
       });
     });
     await new Promise<void>((resolve) => this.server.listen(0, "127.0.0.1", resolve));
@@ -193,12 +182,6 @@ export async function startHarness(
     attemptTimeoutMs?: number;
     /** Where the index of listeners follows endpoint changes (default: the test database). */
     endpointFeedUrl?: string;
-    /** Whether the RPCs accept private URLs (default false). */
-    rpcAllowsPrivate?: boolean;
-    /** Whether the workers reach private addresses (default true: the receivers are local). */
-    workersAllowPrivate?: boolean;
-    /** The workers' logger (default silent). */
-    logger?: Logger;
   } = {},
 ): Promise<Harness> {
   const database: TestDatabase = await createTestDatabase();
@@ -232,21 +215,16 @@ export async function startHarness(
   });
   const workers = startWorkers({
     sql,
-    logger: options.logger ?? silentLogger,
+    logger: silentLogger,
     clock: clock.read,
-    allowPrivate: options.workersAllowPrivate ?? true,
+    allowPrivate: true,
     mailer: options.mailer,
     concurrency: 8,
     pollMs: 50,
     ...(options.attemptTimeoutMs ? { attemptTimeoutMs: options.attemptTimeoutMs } : {}),
   });
   const transport = createRouterTransport(
-    routes({
-      sql,
-      clock: clock.read,
-      allowPrivate: options.rpcAllowsPrivate ?? false,
-      pageTokens: new PageTokens("test-page-token-secret"),
-    }),
+    routes({ sql, clock: clock.read, allowPrivate: false, pageTokens: new PageTokens("test-page-token-secret") }),
     { router: { interceptors: [errorMapping(silentLogger)] } },
   );
   const js = nats.jetstream();

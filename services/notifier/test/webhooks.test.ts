@@ -118,30 +118,6 @@ describe("a refund event becomes a signed delivery", () => {
   });
 });
 
-describe("recording an event", () => {
-  it("asks the owners before its transaction opens: while they answer, no connection of the notifier is in one", async () => {
-    await endpoint("/outside");
-    let release: () => void = () => {};
-    h.owners.gate = new Promise<void>((resolve) => {
-      release = resolve;
-    });
-    const asked = h.owners.calls;
-    await h.publish("ledger.commission.refunded", CommissionRefundedSchema, fullRefund("com_outside"));
-    try {
-      await eventually(() => expect(h.owners.calls).toBeGreaterThan(asked));
-      const [open] = await h.sql<{ transactions: number }[]>`
-        select count(*)::int as transactions from pg_stat_activity
-        where datname = current_database() and application_name like 'notifier-test %'
-          and state like 'idle in transaction%'`;
-      expect(open?.transactions).toBe(0);
-    } finally {
-      h.owners.gate = undefined;
-      release();
-    }
-    await eventually(() => expect(sink.at("/outside")).toHaveLength(1));
-  });
-});
-
 describe("customer.erased", () => {
   it("becomes a delivery carrying the erasure's id and times, never an email, and asks no owner", async () => {
     await endpoint("/erased", ["customer.erased"]);

@@ -18,8 +18,7 @@ export interface NotifiableEvent {
  * job worker sends what this commits.
  */
 export async function recordEvent(tx: Queryable, event: NotifiableEvent, now: Date): Promise<void> {
-  // Kept until the deliveries are in (the lock order, store/endpoints.ts).
-  const endpoints = await subscribedEndpoints(tx, event.productId, event.body.type, "keep");
+  const endpoints = await subscribedEndpoints(tx, event.productId, event.body.type);
   const traceHeaders = currentTraceHeaders();
   await insertDeliveries(
     tx,
@@ -75,7 +74,6 @@ export async function recordTestDelivery(sql: Queryable, endpoint: Endpoint, now
     status: "pending",
     attempts: 0,
     lastStatusCode: null,
-    lastError: null,
     nextAttemptAt: now,
     createdAt: now,
     payload: body,

@@ -16,10 +16,8 @@ import { subscriptions } from "./payloads.js";
  * Events of one subject recorded at once. Each asks the ledger and partners for its payload, so
  * one after another a subject could record only as fast as those round trips allow (bench J:
  * seconds behind at 30 events/s on a busy machine); nothing the notifier records depends on the
- * order of events (each is its own delivery and email). The asking happens before the
- * recording transaction (the consumer's `prepare`, for up to 64 events of a subject at once);
- * this bounds the transactions, each of which holds a pool connection, so it stays below the
- * pool's size.
+ * order of events (each is its own delivery and email). Each one holds a pool connection while
+ * it asks, so this stays below the pool's size.
  */
 export const eventsAtOnce = 8;
 
@@ -29,12 +27,11 @@ export function durableFor(subject: string): string {
 }
 
 /**
- * One durable consumer per subscribed subject (durable `notifier_<subject>`). The payload and the
- * emails are built first, outside any transaction (the owners' answers); the handler only
- * records them, in the transaction that marks the event applied: a redelivery records nothing
- * twice, and a crash before the commit leaves the event to be redelivered (and built again).
- * An event no endpoint listens to and that sends no email asks no owner anything and is acked
- * without a transaction (and, while the index of listeners follows its feed, without a query).
+ * One durable consumer per subscribed subject (durable `notifier_<subject>`). A handler only
+ * records, in the transaction that marks the event applied: a redelivery records nothing twice,
+ * and a crash before the commit leaves the event to be redelivered. An event no endpoint
+ * listens to and that sends no email asks no owner anything and is acked without a transaction
+ * (and, while the index of listeners follows its feed, without a query).
  */
 export async function startConsumers(options: {
   sql: Sql;
@@ -62,11 +59,8 @@ export async function startConsumers(options: {
           const { productId, sendsEmail } = subscription.peek(message.data);
           return !sendsEmail && !(await listeners.listens(productId, subscription.type));
         },
-        // The owners are asked before the recording transaction opens: waiting on them holds no
-        // pool connection (it held one for the whole round trip, the bulk of "commit to first
-        // attempt" at p99). The recording stays exactly once: the event id is recorded with it.
-        prepare: (message) => subscription.build(owners, message.id, message.data),
-        async handle(tx, _message, event) {
+        async handle(tx, message) {
+          const event = await subscription.build(owners, message.id, message.data);
           await recordEvent(tx, event, clock());
         },
       }),
