@@ -79,6 +79,8 @@ function compare(context, before, after, where, direction) {
   if (before?.$ref && after?.$ref) {
     if (seen.has(pair)) return;
     seen.add(pair);
+    // A shared schema is reported under its own name, once, whichever route reached it first.
+    if (before.$ref === after.$ref) where = `schema ${before.$ref.split("/").pop()}`;
   }
   const a = resolve(old, before);
   const b = resolve(now, after);
@@ -232,5 +234,5 @@ export function breakingChanges(old, now) {
       "response",
     );
   }
-  return problems;
+  return [...new Set(problems)];
 }
