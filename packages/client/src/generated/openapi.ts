@@ -938,7 +938,7 @@ export interface components {
              * @description Send a welcome email.
              * @default true
              */
-            notify: boolean;
+            notify?: boolean;
         };
         /**
          * @description Where the affiliate stands in the program.
@@ -952,7 +952,7 @@ export interface components {
              * @description Send welcome emails.
              * @default true
              */
-            notify: boolean;
+            notify?: boolean;
         };
         UpdatePartnershipRequest: {
             /** @enum {string} */
