@@ -2,10 +2,10 @@
  * The README walk-through in TypeScript: program settings, affiliates, tracking, a refund,
  * approval and a payout, every page of a list, a webhook received and verified, an erasure.
  *
- *   AFFILIATE_API_URL=http://127.0.0.1:8080 AFFILIATE_API_KEY=sk_live_… node examples/quickstart.ts
+ *   AFFILIATE_API_URL=http://127.0.0.1:8080 AFFILIATE_API_KEY=sk_live_… npm run --silent example -w @affiliate/client
  *
- * (the key from `npm run --silent admin -- products create --name Acme`; Node 24 runs the
- * TypeScript as it is). A test runs it against a started mesh with a fresh product.
+ * (the key from `npm run --silent admin -- products create --name Acme`; the project's Node 24
+ * runs the TypeScript as it is). A test runs it against a started mesh with a fresh product.
  */
 import { createServer, type IncomingMessage } from "node:http";
 import type { AddressInfo } from "node:net";
