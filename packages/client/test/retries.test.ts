@@ -281,3 +281,39 @@ describe("the retry policy", () => {
     expect(mayRetry(answer(503, 1), false, false)).toBe(true);
   });
 });
+
+describe("requests", () => {
+  it("fills path ids percent-encoded, writes the query, sends the key only where the route takes one", async () => {
+    const { client, seen } = await clientOf(() => ({
+      status: 200,
+      body: { data: [], pagination: { next_cursor: null, has_more: false } },
+    }));
+    await client.request("getCommission", { params: { id: "com 1/2" } });
+    await client.commissions.list({ status: "approved", limit: 5n });
+    await client.operations.healthz();
+    expect(seen.map((request) => request.url)).toEqual([
+      "/api/v1/commissions/com%201%2F2",
+      "/api/v1/commissions?status=approved&limit=5",
+      "/healthz",
+    ]);
+    expect(seen.map((request) => request.headers["x-api-key"])).toEqual(["sk_live_test", "sk_live_test", undefined]);
+  });
+
+  it("writes bigint amounts as JSON integers", async () => {
+    const { client, seen } = await clientOf(() => tracked);
+    await client.events.track({ type: "payment", amount_cents: 100_000_000_000n, external_id: "ch_1" });
+    expect(seen[0]?.body).toBe('{"type":"payment","amount_cents":100000000000,"external_id":"ch_1"}');
+  });
+
+  it("refuses an Idempotency-Key on a route that does not honour one, rather than retry on a false promise", async () => {
+    const { client, seen } = await clientOf(() => tracked);
+    await expect(
+      client.request("updatePayout", {
+        params: { id: "po_1" },
+        body: { action: "approve" },
+        idempotencyKey: "k",
+      } as never),
+    ).rejects.toThrow(/takes no Idempotency-Key/);
+    expect(seen).toHaveLength(0);
+  });
+});
