@@ -4,8 +4,8 @@
 // deliberate step (`npm run snapshot -w @affiliate/client`, with the reason in the commit message),
 // and the client's own tests then tell what it has to follow. Additions only pass, with a note.
 import { isDeepStrictEqual } from "node:util";
-import { committedSnapshot, servedDocument } from "./codegen.mjs";
 import { breakingChanges } from "./contract-guard.mjs";
+import { committedSnapshot, servedDocument } from "./document.mjs";
 
 const snapshot = committedSnapshot();
 const served = await servedDocument();

@@ -4,30 +4,12 @@
 //                                takes an Idempotency-Key, whether it pages, and where its
 //                                answers (and each webhook body) carry int64 fields
 // Used by scripts/snapshot.mjs (which writes them) and by the drift test (which compares).
-import { readFileSync } from "node:fs";
 import { createRequire } from "node:module";
-import { dirname, join } from "node:path";
-import { fileURLToPath } from "node:url";
+import { join } from "node:path";
 import openapiTS, { astToString } from "openapi-typescript";
+import { clientDirectory } from "./document.mjs";
 
-const client = dirname(dirname(fileURLToPath(import.meta.url)));
-/** The committed copy of the document the client was generated from. */
-export const snapshotPath = join(client, "openapi.snapshot.json");
-export const generatedDirectory = join(client, "src", "generated");
-
-/** The document as the snapshot file holds it. */
-export const snapshotText = (document) => `${JSON.stringify(document, null, 2)}\n`;
-
-export const committedSnapshot = () => JSON.parse(readFileSync(snapshotPath, "utf8"));
-
-/**
- * The document the gateway serves now, written from its route declarations (the built gateway,
- * services/gateway/dist), as plain JSON.
- */
-export async function servedDocument() {
-  const { describeApi } = await import("@affiliate/gateway/dist/describe-api.js");
-  return JSON.parse(JSON.stringify(await describeApi()));
-}
+export const generatedDirectory = join(clientDirectory, "src", "generated");
 
 // The TypeScript that openapi-typescript prints with: type nodes must come from the same one.
 const ts = createRequire(import.meta.resolve("openapi-typescript"))("typescript");

@@ -5,7 +5,8 @@
 // until the snapshot and the generated files match what the gateway serves.
 import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { generatedDirectory, generatedSources, servedDocument, snapshotPath, snapshotText } from "./codegen.mjs";
+import { generatedDirectory, generatedSources } from "./codegen.mjs";
+import { servedDocument, snapshotPath, snapshotText } from "./document.mjs";
 
 const document = await servedDocument();
 writeFileSync(snapshotPath, snapshotText(document));

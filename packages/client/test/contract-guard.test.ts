@@ -4,9 +4,9 @@
  */
 import { describe, expect, it } from "vitest";
 // @ts-expect-error: plain JavaScript scripts, typed by their use here
-import { committedSnapshot } from "../scripts/codegen.mjs";
-// @ts-expect-error: plain JavaScript scripts, typed by their use here
 import { breakingChanges } from "../scripts/contract-guard.mjs";
+// @ts-expect-error: plain JavaScript scripts, typed by their use here
+import { committedSnapshot } from "../scripts/document.mjs";
 
 // biome-ignore lint/suspicious/noExplicitAny: an OpenAPI document edited by hand in each case
 type Document = any;

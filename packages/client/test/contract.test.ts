@@ -9,7 +9,9 @@ import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, expectTypeOf, it } from "vitest";
 // @ts-expect-error: plain JavaScript scripts, typed by their use here
-import { committedSnapshot, generatedDirectory, generatedSources, servedDocument } from "../scripts/codegen.mjs";
+import { generatedDirectory, generatedSources } from "../scripts/codegen.mjs";
+// @ts-expect-error: plain JavaScript scripts, typed by their use here
+import { committedSnapshot, servedDocument } from "../scripts/document.mjs";
 import type { operations, webhooks } from "../src/generated/openapi.js";
 import {
   AffiliateClient,

@@ -23,6 +23,8 @@ import {
 } from "@affiliate/testing";
 import postgres from "postgres";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+// @ts-expect-error: plain JavaScript scripts, typed by their use here
+import { committedSnapshot } from "../scripts/document.mjs";
 import {
   AffiliateClient,
   type ClientOptions,
@@ -343,5 +345,12 @@ describe("lists and webhooks", () => {
       receiver.closeAllConnections();
       receiver.close();
     }
+  });
+});
+
+describe("the served document", () => {
+  it("GET /api/v1/openapi.json answers the committed snapshot", async () => {
+    const client = new AffiliateClient({ baseUrl: mesh.gatewayUrl });
+    expect(await client.operations.openapi()).toEqual(committedSnapshot());
   });
 });
