@@ -4,6 +4,7 @@ import {
   currentTraceHeaders,
   type Logger,
   type Sql,
+  type TransactionSql,
   withSpanIn,
   withStoredTrace,
 } from "@affiliate/platform";
@@ -13,7 +14,9 @@ import type { DeliveryJob } from "../store/deliveries.js";
 import { payloadText, recordAttempt } from "../store/deliveries.js";
 import {
   disableEndpoint,
+  failingSinceOf,
   findSigningEndpoint,
+  lockEndpoint,
   markAnswering,
   markFailing,
   type SigningEndpoint,
@@ -102,24 +105,36 @@ async function attemptDelivery(deps: DeliverDeps, job: ClaimedJob<DeliveryJob>):
     error: result.error ?? "",
   };
   const succeeded = result.statusCode !== undefined && result.statusCode >= 200 && result.statusCode < 300;
-  await job.finish(async (tx) => {
-    if (succeeded) {
-      await recordAttempt(tx, delivery.id, attempt, { status: "succeeded", nextAttemptAt: null });
-      await markAnswering(tx, endpoint.id);
-      return;
-    }
-    if (result.statusCode === 410) {
-      await recordAttempt(tx, delivery.id, attempt, { status: "failed", nextAttemptAt: null });
-      await disableEndpoint(tx, endpoint.id, "gone", now, null);
-      deps.logger.info({ webhookId: endpoint.id }, "webhook endpoint answered 410; disabled");
-      return;
-    }
-    const next = nextAttemptAt(now, delivery.attempts + 1, result.retryAfterMs);
-    await recordAttempt(tx, delivery.id, attempt, { status: next ? "pending" : "failed", nextAttemptAt: next });
-    const failingSince = await markFailing(tx, endpoint.id, now);
-    if (endpoint.enabled && now.getTime() - failingSince.getTime() >= failingDisablesAfterMs) {
-      await disableEndpoint(tx, endpoint.id, "failing", now, nextProbeAt(now, now));
-      deps.logger.info({ webhookId: endpoint.id }, "webhook endpoint failing for 5 days; disabled");
-    }
-  });
+  // What the finish writes beside its delivery decides whether it locks the endpoint first (the
+  // lock order, store/endpoints.ts): a failure writes the failing mark (and may disable it), a
+  // success ends a failing streak. A success of an endpoint that is not failing writes only its
+  // delivery and locks nothing else.
+  let endsStreak = false;
+  const lockFirst = async (tx: TransactionSql) => {
+    endsStreak = succeeded && (await failingSinceOf(tx, endpoint.id)) !== null;
+    if (!succeeded || endsStreak) await lockEndpoint(tx, endpoint.id, "change");
+  };
+  await job.finish(
+    async (tx) => {
+      if (succeeded) {
+        await recordAttempt(tx, delivery.id, attempt, { status: "succeeded", nextAttemptAt: null });
+        if (endsStreak) await markAnswering(tx, endpoint.id);
+        return;
+      }
+      if (result.statusCode === 410) {
+        await recordAttempt(tx, delivery.id, attempt, { status: "failed", nextAttemptAt: null });
+        await disableEndpoint(tx, endpoint.id, "gone", now, null);
+        deps.logger.info({ webhookId: endpoint.id }, "webhook endpoint answered 410; disabled");
+        return;
+      }
+      const next = nextAttemptAt(now, delivery.attempts + 1, result.retryAfterMs);
+      await recordAttempt(tx, delivery.id, attempt, { status: next ? "pending" : "failed", nextAttemptAt: next });
+      const failing = await markFailing(tx, endpoint.id, now);
+      if (failing?.enabled && now.getTime() - failing.failingSince.getTime() >= failingDisablesAfterMs) {
+        await disableEndpoint(tx, endpoint.id, "failing", now, nextProbeAt(now, now));
+        deps.logger.info({ webhookId: endpoint.id }, "webhook endpoint failing for 5 days; disabled");
+      }
+    },
+    { lockFirst },
+  );
 }

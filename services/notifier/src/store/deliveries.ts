@@ -126,14 +126,15 @@ export async function requeueFailed(
 /**
  * Deletes deliveries (with their attempts) created before `before`, in batches; answers how many.
  * The batch is deleted by id (`= any(array(…))`, the primary key): as a join, a table without
- * statistics was hashed whole at every batch.
+ * statistics was hashed whole at every batch. Rows another transaction holds are skipped (the
+ * next run deletes them), so the purge never waits and never closes a cycle of locks.
  */
 export async function purgeDeliveries(sql: Queryable, before: Date, batchSize = 5000): Promise<number> {
   let purged = 0;
   for (;;) {
     const rows = await sql`
       delete from deliveries where id = any(array(
-        select id from deliveries where created_at < ${before} limit ${batchSize}))
+        select id from deliveries where created_at < ${before} limit ${batchSize} for update skip locked))
       returning id`;
     purged += rows.length;
     if (rows.length < batchSize) return purged;
