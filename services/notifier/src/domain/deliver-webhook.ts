@@ -8,6 +8,7 @@ import {
   withSpanIn,
   withStoredTrace,
 } from "@affiliate/platform";
+import { countAttempt } from "../metrics.js";
 import { postWebhook } from "../outbound/post-webhook.js";
 import { signatureHeaders } from "../outbound/signing.js";
 import type { DeliveryJob } from "../store/deliveries.js";
@@ -104,7 +105,8 @@ async function attemptDelivery(deps: DeliverDeps, job: ClaimedJob<DeliveryJob>):
     durationMs: result.durationMs,
     error: result.error ?? "",
   };
-  const succeeded = result.statusCode !== undefined && result.statusCode >= 200 && result.statusCode < 300;
+  countAttempt(result.outcome);
+  const succeeded = result.outcome === "2xx";
   // What the finish writes beside its delivery decides whether it locks the endpoint first (the
   // lock order, store/endpoints.ts): a failure writes the failing mark (and may disable it), a
   // success ends a failing streak. A success of an endpoint that is not failing writes only its
@@ -114,7 +116,12 @@ async function attemptDelivery(deps: DeliverDeps, job: ClaimedJob<DeliveryJob>):
     endsStreak = succeeded && (await failingSinceOf(tx, endpoint.id)) !== null;
     if (!succeeded || endsStreak) await lockEndpoint(tx, endpoint.id, "change");
   };
-  await job.finish(
+  // Set by the recording below, for the log line: when the failed delivery is attempted again
+  // (null: failed for good), and whether the endpoint was disabled. Declared wide (`as`): set in
+  // a callback, so the reads after it must not be narrowed to the initial value.
+  let retryAt = null as Date | null;
+  let disabled = undefined as "gone" | "failing" | undefined;
+  const recorded = await job.finish(
     async (tx) => {
       if (succeeded) {
         await recordAttempt(tx, delivery.id, attempt, { status: "succeeded", nextAttemptAt: null });
@@ -122,19 +129,44 @@ async function attemptDelivery(deps: DeliverDeps, job: ClaimedJob<DeliveryJob>):
         return;
       }
       if (result.statusCode === 410) {
+        disabled = "gone";
         await recordAttempt(tx, delivery.id, attempt, { status: "failed", nextAttemptAt: null });
         await disableEndpoint(tx, endpoint.id, "gone", now, null);
-        deps.logger.info({ webhookId: endpoint.id }, "webhook endpoint answered 410; disabled");
         return;
       }
-      const next = nextAttemptAt(now, delivery.attempts + 1, result.retryAfterMs);
-      await recordAttempt(tx, delivery.id, attempt, { status: next ? "pending" : "failed", nextAttemptAt: next });
       const failing = await markFailing(tx, endpoint.id, now);
       if (failing?.enabled && now.getTime() - failing.failingSince.getTime() >= failingDisablesAfterMs) {
+        // This delivery fails with the endpoint's others (disableEndpoint passes over it: leased).
+        disabled = "failing";
+        await recordAttempt(tx, delivery.id, attempt, { status: "failed", nextAttemptAt: null });
         await disableEndpoint(tx, endpoint.id, "failing", now, nextProbeAt(now, now));
-        deps.logger.info({ webhookId: endpoint.id }, "webhook endpoint failing for 5 days; disabled");
+        return;
       }
+      retryAt = nextAttemptAt(now, delivery.attempts + 1, result.retryAfterMs);
+      await recordAttempt(tx, delivery.id, attempt, {
+        status: retryAt ? "pending" : "failed",
+        nextAttemptAt: retryAt,
+      });
     },
     { lockFirst },
+  );
+  if (succeeded) return;
+  // One line per failed attempt, for the operator: ids, what happened, what comes next. Never the
+  // payload, a secret or the URL (its query may carry the receiver's token).
+  deps.logger.warn(
+    {
+      webhookId: endpoint.id,
+      deliveryId: delivery.id,
+      attempt: delivery.attempts + 1,
+      outcome: result.outcome,
+      statusCode: result.statusCode ?? null,
+      error: result.error ?? null,
+      nextAttemptAt: recorded ? (retryAt?.toISOString() ?? null) : null,
+      ...(disabled ? { endpointDisabled: disabled } : {}),
+      ...(recorded ? {} : { recorded: false }),
+    },
+    recorded
+      ? "webhook attempt failed"
+      : "webhook attempt failed; not recorded (the delivery was deleted or claimed again meanwhile)",
   );
 }

@@ -75,6 +75,7 @@ export async function recordTestDelivery(sql: Queryable, endpoint: Endpoint, now
     status: "pending",
     attempts: 0,
     lastStatusCode: null,
+    lastError: null,
     nextAttemptAt: now,
     createdAt: now,
     payload: body,
