@@ -157,7 +157,8 @@ describe("endpoint changes racing the delivery worker", () => {
         () => "answered",
         (error: unknown) => Code[ConnectError.from(error).code],
       );
-      if (rotated !== "NotFound") unexpected.push(`rotate after delete: ${rotated}`);
+      if (rotated === "NotFound") notFound += 1;
+      else unexpected.push(`rotate after delete: ${rotated}`);
     };
 
     await Promise.all(Array.from({ length: 24 }, (_, n) => race(n)));
@@ -175,9 +176,9 @@ describe("endpoint changes racing the delivery worker", () => {
     expect((await deadlocks()) - deadlocksBefore).toBe(0);
 
     // The race did race: calls answered, 18 endpoints deleted (most as one of their attempts was
-    // answered), attempts made.
+    // answered) and NOT_FOUND afterwards, attempts made.
     expect(answered).toBeGreaterThan(100);
-    expect(notFound).toBeGreaterThan(0);
+    expect(notFound).toBeGreaterThanOrEqual(18);
     expect(deletesDuringAttempts).toBeGreaterThanOrEqual(9);
     expect(sink.received.length).toBeGreaterThan(24);
 
