@@ -18,7 +18,8 @@ export interface NotifiableEvent {
  * job worker sends what this commits.
  */
 export async function recordEvent(tx: Queryable, event: NotifiableEvent, now: Date): Promise<void> {
-  const endpoints = await subscribedEndpoints(tx, event.productId, event.body.type);
+  // Kept until the deliveries are in (the lock order, store/endpoints.ts).
+  const endpoints = await subscribedEndpoints(tx, event.productId, event.body.type, "keep");
   const traceHeaders = currentTraceHeaders();
   await insertDeliveries(
     tx,
@@ -74,6 +75,7 @@ export async function recordTestDelivery(sql: Queryable, endpoint: Endpoint, now
     status: "pending",
     attempts: 0,
     lastStatusCode: null,
+    lastError: null,
     nextAttemptAt: now,
     createdAt: now,
     payload: body,
