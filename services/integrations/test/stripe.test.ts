@@ -394,8 +394,12 @@ describe("disputes", () => {
     const dispute = fixtures.dispute(invoice, "needs_response");
     const opened = stripeEvent("charge.dispute.created", dispute);
     const closed = stripeEvent("charge.dispute.closed", { ...dispute, status: "warning_closed" });
-    for (const event of [closed, opened, closed, opened]) await deliver(h, program, event);
-    await h.drain();
+    // The closing is applied first (events without a customer are applied in parallel, so each
+    // delivery is drained before the next to fix the order), then both are delivered again.
+    for (const event of [closed, opened, closed, opened]) {
+      await deliver(h, program, event);
+      await h.drain();
+    }
     await deliver(h, program, { ...opened, id: unique("evt") });
     await h.drain();
     expect(await commissionOf(program.productId, commissionId)).toEqual({
@@ -442,6 +446,27 @@ describe("disputes", () => {
     const [commission] = await commissionsOf(program);
     expect(HoldReason[commission?.holdReason ?? 0]).toBe("DISPUTE");
     expect((await h.ledger.listPayableBalances({ productId: program.productId })).balances).toEqual([]);
+  });
+
+  it("a dispute of a payment that earned nothing is ignored, saying why", async () => {
+    const program = await connectedProgram(h);
+    const unreferred = fixtures.invoice({ id: unique("cus"), email: `${unique("c")}@example.com` }, 4000);
+    await deliver(h, program, stripeEvent("invoice.paid", unreferred));
+    await h.drain();
+    const dispute = fixtures.dispute(unreferred, "needs_response");
+    const opened = stripeEvent("charge.dispute.created", dispute);
+    const lost = stripeEvent("charge.dispute.closed", { ...dispute, status: "lost" });
+    await deliver(h, program, opened);
+    await deliver(h, program, lost);
+    await h.drain();
+    expect(await outcomeOf(program.productId, opened.id)).toEqual({
+      outcome: "IGNORED",
+      detail: `Dispute ${dispute.id} opened; payment ${unreferred.id} earned no commission: nothing to hold`,
+    });
+    expect(await outcomeOf(program.productId, lost.id)).toEqual({
+      outcome: "IGNORED",
+      detail: `Dispute ${dispute.id} closed; payment ${unreferred.id} earned no commission: nothing to refund`,
+    });
   });
 
   it("a test-mode dispute is sandbox data: ignored", async () => {

@@ -1,7 +1,20 @@
 import type { ClaimedJob, Logger, Sql, TransactionSql } from "@affiliate/platform";
 import { Code, ConnectError } from "@connectrpc/connect";
-import { recordCustomerSignup, recordPaymentAliases, resolvePaymentIds, signupOfCustomer } from "../store/customers.js";
-import { type AttemptRecord, type EventJob, payloadOf, recordAttempt, wakeWaitersOf } from "../store/events.js";
+import {
+  anyPaymentRecorded,
+  recordCustomerSignup,
+  recordPaymentAliases,
+  resolvePaymentIds,
+  signupOfCustomer,
+} from "../store/customers.js";
+import {
+  type AttemptRecord,
+  type EventJob,
+  lockPaymentIds,
+  payloadOf,
+  recordAttempt,
+  wakeWaitersOf,
+} from "../store/events.js";
 import type { DisputeCloseOutcome, DisputeHoldOutcome, Ledger, Programs } from "./ports.js";
 import type { ProviderCommand } from "./types.js";
 
@@ -151,7 +164,8 @@ async function decide(deps: ApplyDeps, row: EventJob): Promise<Decision> {
           nextAttemptAt: null,
         },
         effects: async (tx) => {
-          await recordPaymentAliases(tx, productId, command.externalId, command.aliases);
+          await lockPaymentIds(tx, productId, paymentIds);
+          await recordPaymentAliases(tx, productId, command.externalId, paymentIds);
           await wakeWaitersOf(tx, productId, paymentIds, deps.clock());
         },
       };
@@ -188,7 +202,9 @@ async function decide(deps: ApplyDeps, row: EventJob): Promise<Decision> {
       for (const externalId of await resolvePaymentIds(deps.sql, productId, command.paymentIds)) {
         const outcome = await deps.ledger.holdForDispute({ productId, externalId, disputeId: command.disputeId });
         if (outcome.kind === "payment_not_found") continue;
-        return done("applied", holdDetail(command.disputeId, externalId, outcome), {
+        // As for a refund: a payment that earned nothing has nothing to hold.
+        const outcomeName = outcome.commissions.length === 0 && !outcome.replayed ? "ignored" : "applied";
+        return done(outcomeName, holdDetail(command.disputeId, externalId, outcome), {
           commissionIds: outcome.commissions.map((c) => c.id),
         });
       }
@@ -208,7 +224,8 @@ async function decide(deps: ApplyDeps, row: EventJob): Promise<Decision> {
           reason: "dispute lost",
         });
         if (outcome.kind === "payment_not_found") continue;
-        return done("applied", closeDetail(command.disputeId, externalId, lost, outcome), {
+        const outcomeName = outcome.commissionIds.length === 0 && !outcome.replayed ? "ignored" : "applied";
+        return done(outcomeName, closeDetail(command.disputeId, externalId, lost, outcome), {
           commissionIds: outcome.commissionIds,
         });
       }
@@ -238,10 +255,10 @@ function closeDetail(
   outcome: Extract<DisputeCloseOutcome, { kind: "closed" }>,
 ) {
   if (outcome.replayed) return `Dispute ${disputeId} of payment ${externalId} was closed already: nothing changed`;
-  if (!lost) return `Dispute ${disputeId} won: the hold on payment ${externalId}'s commissions is lifted`;
   if (outcome.commissionIds.length === 0) {
-    return `Dispute ${disputeId} lost; payment ${externalId} earned no commission: nothing to refund`;
+    return `Dispute ${disputeId} closed; payment ${externalId} earned no commission: nothing to ${lost ? "refund" : "lift"}`;
   }
+  if (!lost) return `Dispute ${disputeId} won: the hold on payment ${externalId}'s commissions is lifted`;
   return outcome.refundedCents > 0
     ? `Dispute ${disputeId} lost: payment ${externalId} refunded in full (${outcome.refundedCents} cents now)`
     : `Dispute ${disputeId} lost: payment ${externalId} was refunded in full already`;
@@ -260,6 +277,15 @@ function waitForPayment(deps: ApplyDeps, row: EventJob, paymentIds: string[]): D
       detail: `Waiting for payment ${named}`,
       nextAttemptAt: new Date(Math.min(now + waitingRecheckMs, deadline)),
       awaitsPayment: paymentIds,
+    },
+    // The payment may have been recorded since this attempt asked the ledger, its wake-up passing
+    // this row by: under the payment's lock, either it wakes this row after this commits, or this
+    // sees it recorded and is due at once.
+    effects: async (tx) => {
+      await lockPaymentIds(tx, row.productId, paymentIds);
+      if (await anyPaymentRecorded(tx, row.productId, paymentIds)) {
+        await wakeWaitersOf(tx, row.productId, paymentIds, deps.clock());
+      }
     },
   };
 }
