@@ -25,6 +25,7 @@ import { readsVsInsert } from "./sections/reads-vs-insert.js";
 import { refunds } from "./sections/refunds.js";
 import { soak } from "./sections/soak.js";
 import { statsLatency } from "./sections/stats-latency.js";
+import { stripeIngestion } from "./sections/stripe-ingestion.js";
 import { trackingThroughput } from "./sections/tracking-throughput.js";
 import { webhookDelivery } from "./sections/webhook-delivery.js";
 
@@ -93,7 +94,7 @@ async function section<T>(name: SectionName, run: () => Promise<T>): Promise<voi
 
 async function main(): Promise<void> {
   console.log(
-    `bench: sections ${[...config.sections].join(",")}; partnerships ${config.partnerships}, events ${config.events}/${config.smallEvents}, ${config.connections} connections x ${config.durationS} s, ${config.samples} sequential samples, refund payments ${config.refundPayments}, payouts ${config.payoutPartnerships}/${config.payoutCommissions}, erasure ${config.erasureEvents}, webhook deliveries ${config.webhookDeliveries} and ${config.webhookRate} events/s, soak ${config.soakMinutes} min at ${config.soakRate} requests/s`,
+    `bench: sections ${[...config.sections].join(",")}; partnerships ${config.partnerships}, events ${config.events}/${config.smallEvents}, ${config.connections} connections x ${config.durationS} s, ${config.samples} sequential samples, refund payments ${config.refundPayments}, payouts ${config.payoutPartnerships}/${config.payoutCommissions}, erasure ${config.erasureEvents}, webhook deliveries ${config.webhookDeliveries} and ${config.webhookRate} events/s, stripe ${config.stripeRate} events/s, soak ${config.soakMinutes} min at ${config.soakRate} requests/s`,
   );
   const database = await createTestDatabase();
   teardownSteps.push(() => database.drop());
@@ -169,6 +170,7 @@ async function main(): Promise<void> {
   await section("H", () => payoutGeneration(ctx));
   await section("I", () => erasure(ctx));
   await section("J", () => webhookDelivery(ctx));
+  await section("K", () => stripeIngestion(ctx));
   if (idle) {
     const idleSample = idle;
     await section("D", () => reportMemory(ctx, idleSample));

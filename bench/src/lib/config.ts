@@ -39,12 +39,14 @@ export interface BenchConfig {
   readEvents: number;
   /** R: which cases run (all by default); one case alone is for profiling a read. */
   readCases: ("insert" | "list" | "stats")[];
+  /** K: Stripe events per second offered for the receipt-to-commission latency, for BENCH_DURATION_S. */
+  stripeRate: number;
   /** S: minutes of mixed load, and the requests per second offered throughout (open loop). */
   soakMinutes: number;
   soakRate: number;
 }
 
-export const sectionNames = ["A", "B", "C", "D", "E", "F", "G", "H", "I", "J", "R", "S"] as const;
+export const sectionNames = ["A", "B", "C", "D", "E", "F", "G", "H", "I", "J", "K", "R", "S"] as const;
 export type SectionName = (typeof sectionNames)[number];
 /**
  * Sections run only when BENCH_SECTIONS names them: the soak (S) takes ten minutes by itself and
@@ -110,6 +112,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): BenchConfig {
     readPartnerships: positiveInt(env, "BENCH_READ_PARTNERSHIPS", 10_000),
     readEvents: positiveInt(env, "BENCH_READ_EVENTS", 200_000),
     readCases: readCasesOf(env.BENCH_READ_CASES),
+    stripeRate: positiveInt(env, "BENCH_STRIPE_RATE", 200),
     soakMinutes: positiveInt(env, "BENCH_SOAK_MINUTES", 10),
     soakRate: positiveInt(env, "BENCH_SOAK_RATE", 200),
   };

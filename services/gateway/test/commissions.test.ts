@@ -1,4 +1,4 @@
-import { CommissionAction, CommissionStatus } from "@affiliate/proto/ledger";
+import { CommissionAction, CommissionStatus, HoldReason } from "@affiliate/proto/ledger";
 import { commissionListResponseSchema, commissionResponseSchema } from "@affiliate/rest-shapes/schemas/commissions";
 import { errorSchema, validationErrorSchema } from "@affiliate/rest-shapes/schemas/common";
 import { timestampFromDate } from "@bufbuild/protobuf/wkt";
@@ -37,6 +37,7 @@ describe("GET /api/v1/commissions/:id", () => {
         customer_email: "buyer@example.com",
         payment_amount_cents: 10_000,
         payout_id: "po_1",
+        hold_reason: null,
         rule: null,
       },
     });
@@ -57,6 +58,16 @@ describe("GET /api/v1/commissions/:id", () => {
       (await call("GET", `/api/v1/commissions/${commission.id}`)).json(),
     );
     expect(body.data).toMatchObject({ level: 1, parent_commission_id: null, customer_email: null, payout_id: null });
+  });
+
+  it("writes hold_reason dispute for a commission its payment's dispute holds", async () => {
+    const { call, fake, ledger, product } = createGateway();
+    const jane = fake.seed(product.productId, "jane@example.com");
+    const commission = ledger.seedCommission(jane, { holdReason: HoldReason.DISPUTE });
+    const response = await call("GET", `/api/v1/commissions/${commission.id}`);
+    expect(expectBody(commissionResponseSchema, response.json()).data.hold_reason).toBe("dispute");
+    const list = await call("GET", "/api/v1/commissions");
+    expect(expectBody(commissionListResponseSchema, list.json()).data.map((c) => c.hold_reason)).toEqual(["dispute"]);
   });
 
   it("answers 404 { error } for a missing commission or another product's", async () => {

@@ -3,6 +3,7 @@ import {
   CommissionStatus,
   EventType,
   GetTimeseriesResponseSchema,
+  HoldReason,
   RefundResultSchema,
   TrackedEventSchema,
 } from "@affiliate/proto/ledger";
@@ -170,6 +171,7 @@ describe("ledger mappers", () => {
       customer_email: null,
       payment_amount_cents: 12_345,
       payout_id: null,
+      hold_reason: null,
       rule: null,
     });
     const linked = create(CommissionSchema, { ...commission, payoutId: "po_1", customerEmail: "c@example.com" });
@@ -177,6 +179,8 @@ describe("ledger mappers", () => {
       payout_id: "po_1",
       customer_email: "c@example.com",
     });
+    const disputed = create(CommissionSchema, { ...commission, holdReason: HoldReason.DISPUTE });
+    expect(expectBody(commissionSchema, toPublicCommission(disputed, partnership)).hold_reason).toBe("dispute");
   });
 
   it("refuses a commission without its partnership, status or timestamps", () => {

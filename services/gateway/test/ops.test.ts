@@ -194,7 +194,13 @@ describe("documentation", () => {
       "customer_email",
       "payment_amount_cents",
       "payout_id",
+      "hold_reason",
       "rule",
+    ]);
+    expect(commission.properties.hold_reason).toEqual({ $ref: "#/components/schemas/HoldReason" });
+    expect(document.components.schemas.HoldReason.anyOf).toEqual([
+      { type: "string", enum: ["dispute"] },
+      { type: "null" },
     ]);
     expect(document.components.schemas.CommissionStatus.enum).toEqual([
       "pending",

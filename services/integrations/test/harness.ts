@@ -219,6 +219,27 @@ export const fixtures = {
     status_transitions: { paid_at: Math.floor(Date.now() / 1000) - 5 },
     subscription: unique("sub"),
   }),
+  /** A dispute of the invoice's charge: `needs_response` when opened, then `won`, `lost` or `warning_closed`. */
+  dispute: (
+    invoice: { payment_intent: string; currency: string; amount_paid: number },
+    status: string,
+    id?: string,
+  ) => ({
+    id: id ?? unique("dp"),
+    object: "dispute",
+    amount: invoice.amount_paid,
+    balance_transactions: [],
+    charge: unique("ch"),
+    created: Math.floor(Date.now() / 1000) - 30,
+    currency: invoice.currency,
+    evidence_details: { due_by: Math.floor(Date.now() / 1000) + 7 * 86400, has_evidence: false },
+    is_charge_refundable: false,
+    livemode: true,
+    metadata: {},
+    payment_intent: invoice.payment_intent,
+    reason: "fraudulent",
+    status,
+  }),
   charge: (
     invoice: { id: string; payment_intent: string; currency: string; amount_paid: number },
     refunded: number,

@@ -1,6 +1,8 @@
 import { createServer, type Server } from "node:http";
+import { approveDueCommissions } from "@affiliate/ledger/dist/domain/approve-due-commissions.js";
 import { collectMetrics } from "@affiliate/platform";
 import { StripeEventOutcome } from "@affiliate/proto/integrations";
+import { CommissionStatus, HoldReason } from "@affiliate/proto/ledger";
 import { parseMetrics, sumOf } from "@affiliate/testing";
 import { Code, ConnectError } from "@connectrpc/connect";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -45,7 +47,8 @@ describe("the receiver", () => {
   it("refuses bad signatures, stale timestamps, unknown connections and malformed JSON, storing nothing", async () => {
     const program = await connectedProgram(h);
     const event = stripeEvent("invoice.paid", fixtures.invoice({ id: unique("cus"), email: "x@example.com" }, 100));
-    const stale = Math.floor(Date.now() / 1000) - 301;
+    // Stale by the receiver's clock (the harness's, set when it started), not by the wall clock.
+    const stale = Math.floor(h.now.value.getTime() / 1000) - 301;
     expect(await codeOf(deliver(h, program, event, { secret: "whsec_other" }))).toBe("InvalidArgument");
     expect(await codeOf(deliver(h, program, event, { timestamp: stale }))).toBe("InvalidArgument");
     expect(await codeOf(deliver(h, { ...program, connectionId: "scn_unknown" }, event))).toBe("NotFound");
@@ -111,6 +114,33 @@ describe("payments", () => {
       ["customer.created", "APPLIED"],
     ]);
     expect(events[1]?.commissionIds).toEqual([commissions[0]?.id]);
+  });
+
+  it("a payment's events in reverse order, each delivered twice, are one payment, one commission, exact amounts", async () => {
+    const program = await connectedProgram(h);
+    const customer = fixtures.customer(program.code, `${unique("c")}@example.com`);
+    const invoice = { ...fixtures.invoice(customer, 9_999), metadata: { referral_code: program.code } };
+    const created = stripeEvent("customer.created", customer);
+    const paid = stripeEvent("invoice.paid", invoice);
+    const refunded = stripeEvent("charge.refunded", fixtures.charge(invoice, 3_333));
+    // Stripe's order is created, paid, refunded: they arrive newest first, and each twice.
+    for (const event of [refunded, paid, created, refunded, paid, created]) await deliver(h, program, event);
+    await h.drain();
+
+    const commissions = await commissionsOf(program);
+    // 20% of 9,999 is 1,999.8 -> 2,000; two thirds of the payment left: 1,333.2 -> 1,333.
+    expect(commissions.map((c) => [c.level, Number(c.paymentAmountCents), Number(c.amountCents)])).toEqual([
+      [1, 9_999, 1_333],
+    ]);
+    const payments = await h.ledgerSql`
+      select amount_cents, refunded_cents from tracking_events
+      where product_id = ${program.productId} and event_type = 'payment'`;
+    expect(payments).toEqual([{ amountCents: 9_999, refundedCents: 3_333 }]);
+    expect((await eventsOf(program.productId)).map((e) => StripeEventOutcome[e.outcome])).toEqual([
+      "APPLIED",
+      "APPLIED",
+      "APPLIED",
+    ]);
   });
 
   it("the same invoice reported through the API and through Stripe is one commission", async () => {
@@ -294,6 +324,186 @@ describe("refunds", () => {
     expect(
       await codeOf(h.integrations.retryStripeEvent({ productId: program.productId, eventId: unique("evt") })),
     ).toBe("NotFound");
+  });
+});
+
+describe("disputes", () => {
+  /** A referred customer's paid invoice of `amountCents`, applied; with its level-1 commission. */
+  async function paidInvoice(program: Awaited<ReturnType<typeof connectedProgram>>, amountCents = 10_000) {
+    const customer = fixtures.customer(program.code, `${unique("c")}@example.com`);
+    const invoice = { ...fixtures.invoice(customer, amountCents), metadata: { referral_code: program.code } };
+    await deliver(h, program, stripeEvent("invoice.paid", invoice));
+    await h.drain();
+    const [commission] = await commissionsOf(program);
+    return { invoice, commissionId: commission?.id ?? "" };
+  }
+
+  const commissionOf = async (productId: string, commissionId: string) => {
+    const { commission } = await h.ledger.getCommission({ productId, commissionId });
+    return {
+      status: CommissionStatus[commission?.status ?? 0],
+      amountCents: Number(commission?.amountCents),
+      holdReason: HoldReason[commission?.holdReason ?? 0],
+    };
+  };
+
+  it("an opened dispute holds the commission past its hold period; won, the hold lifts and the sweep approves", async () => {
+    const program = await connectedProgram(h);
+    await h.partners.updateProgram({ productId: program.productId, holdDays: 30 });
+    const { invoice, commissionId } = await paidInvoice(program);
+    const opened = stripeEvent("charge.dispute.created", fixtures.dispute(invoice, "needs_response"));
+    await deliver(h, program, opened);
+    await h.drain();
+    expect(await outcomeOf(program.productId, opened.id)).toEqual({
+      outcome: "APPLIED",
+      detail: `Dispute ${opened.data.object.id} opened on payment ${invoice.id}: commissions ${commissionId} held until it closes`,
+    });
+    const afterHoldPeriod = new Date(Date.now() + 31 * 24 * 60 * 60 * 1000);
+    await approveDueCommissions(h.ledgerSql, afterHoldPeriod);
+    expect(await commissionOf(program.productId, commissionId)).toEqual({
+      status: "PENDING",
+      amountCents: 2000,
+      holdReason: "DISPUTE",
+    });
+
+    const won = stripeEvent("charge.dispute.closed", { ...opened.data.object, status: "won" });
+    await deliver(h, program, won);
+    await h.drain();
+    expect((await outcomeOf(program.productId, won.id)).detail).toBe(
+      `Dispute ${opened.data.object.id} won: the hold on payment ${invoice.id}'s commissions is lifted`,
+    );
+    await approveDueCommissions(h.ledgerSql, afterHoldPeriod);
+    expect(await commissionOf(program.productId, commissionId)).toEqual({
+      status: "APPROVED",
+      amountCents: 2000,
+      holdReason: "UNSPECIFIED",
+    });
+  });
+
+  it("a lost dispute refunds the payment in full: the commission is voided, once", async () => {
+    const program = await connectedProgram(h);
+    const { invoice, commissionId } = await paidInvoice(program, 12_345);
+    const dispute = fixtures.dispute(invoice, "needs_response");
+    await deliver(h, program, stripeEvent("charge.dispute.created", dispute));
+    const lost = stripeEvent("charge.dispute.closed", { ...dispute, status: "lost" });
+    await deliver(h, program, lost);
+    await h.drain();
+    // Redelivered (an exact repeat, and a resend with a new event id): nothing more.
+    await deliver(h, program, lost);
+    const resent = stripeEvent("charge.dispute.closed", { ...dispute, status: "lost" });
+    await deliver(h, program, resent);
+    await h.drain();
+    expect(await outcomeOf(program.productId, lost.id)).toEqual({
+      outcome: "APPLIED",
+      detail: `Dispute ${dispute.id} lost: payment ${invoice.id} refunded in full (12345 cents now)`,
+    });
+    expect((await outcomeOf(program.productId, resent.id)).detail).toBe(
+      `Dispute ${dispute.id} of payment ${invoice.id} was closed already: nothing changed`,
+    );
+    expect(await commissionOf(program.productId, commissionId)).toEqual({
+      status: "REFUNDED",
+      amountCents: 0,
+      holdReason: "UNSPECIFIED",
+    });
+    const refunds = await h.ledgerSql`
+      select r.amount_cents, r.reason from refunds r join tracking_events e on e.id = r.event_id
+      where e.external_id = ${invoice.id}`;
+    expect(refunds).toEqual([{ amountCents: 12_345, reason: "dispute lost" }]);
+  });
+
+  it("a dispute replayed twice and out of order (closed before opened): the hold ends lifted, applied once", async () => {
+    const program = await connectedProgram(h);
+    const { invoice, commissionId } = await paidInvoice(program);
+    const dispute = fixtures.dispute(invoice, "needs_response");
+    const opened = stripeEvent("charge.dispute.created", dispute);
+    const closed = stripeEvent("charge.dispute.closed", { ...dispute, status: "warning_closed" });
+    // The closing is applied first (events without a customer are applied in parallel, so each
+    // delivery is drained before the next to fix the order), then both are delivered again.
+    for (const event of [closed, opened, closed, opened]) {
+      await deliver(h, program, event);
+      await h.drain();
+    }
+    await deliver(h, program, { ...opened, id: unique("evt") });
+    await h.drain();
+    expect(await commissionOf(program.productId, commissionId)).toEqual({
+      status: "APPROVED",
+      amountCents: 2000,
+      holdReason: "UNSPECIFIED",
+    });
+    const disputes = (await eventsOf(program.productId)).filter((e) => e.type.startsWith("charge.dispute"));
+    expect(disputes.map((e) => [e.type, StripeEventOutcome[e.outcome], e.detail])).toEqual([
+      [
+        "charge.dispute.created",
+        "APPLIED",
+        `Dispute ${dispute.id} of payment ${invoice.id} was recorded already: nothing changed`,
+      ],
+      [
+        "charge.dispute.created",
+        "APPLIED",
+        `Dispute ${dispute.id} of payment ${invoice.id} was recorded already: nothing changed`,
+      ],
+      [
+        "charge.dispute.closed",
+        "APPLIED",
+        `Dispute ${dispute.id} won: the hold on payment ${invoice.id}'s commissions is lifted`,
+      ],
+    ]);
+    const balances = (await h.ledger.listPayableBalances({ productId: program.productId })).balances;
+    expect(balances.map((b) => Number(b.amountCents))).toEqual([2000]);
+  });
+
+  it("a dispute before its payment waits, and holds the commission once the payment arrives", async () => {
+    const program = await connectedProgram(h);
+    const customer = fixtures.customer(program.code, `${unique("c")}@example.com`);
+    const invoice = { ...fixtures.invoice(customer, 5000), metadata: { referral_code: program.code } };
+    const opened = stripeEvent("charge.dispute.created", fixtures.dispute(invoice, "needs_response"));
+    await deliver(h, program, opened);
+    await h.drain();
+    expect(await outcomeOf(program.productId, opened.id)).toEqual({
+      outcome: "WAITING",
+      detail: `Waiting for payment ${invoice.payment_intent}`,
+    });
+    await deliver(h, program, stripeEvent("invoice.paid", invoice));
+    await h.drain();
+    expect((await outcomeOf(program.productId, opened.id)).outcome).toBe("APPLIED");
+    const [commission] = await commissionsOf(program);
+    expect(HoldReason[commission?.holdReason ?? 0]).toBe("DISPUTE");
+    expect((await h.ledger.listPayableBalances({ productId: program.productId })).balances).toEqual([]);
+  });
+
+  it("a dispute of a payment that earned nothing is ignored, saying why", async () => {
+    const program = await connectedProgram(h);
+    const unreferred = fixtures.invoice({ id: unique("cus"), email: `${unique("c")}@example.com` }, 4000);
+    await deliver(h, program, stripeEvent("invoice.paid", unreferred));
+    await h.drain();
+    const dispute = fixtures.dispute(unreferred, "needs_response");
+    const opened = stripeEvent("charge.dispute.created", dispute);
+    const lost = stripeEvent("charge.dispute.closed", { ...dispute, status: "lost" });
+    await deliver(h, program, opened);
+    await deliver(h, program, lost);
+    await h.drain();
+    expect(await outcomeOf(program.productId, opened.id)).toEqual({
+      outcome: "IGNORED",
+      detail: `Dispute ${dispute.id} opened; payment ${unreferred.id} earned no commission: nothing to hold`,
+    });
+    expect(await outcomeOf(program.productId, lost.id)).toEqual({
+      outcome: "IGNORED",
+      detail: `Dispute ${dispute.id} closed; payment ${unreferred.id} earned no commission: nothing to refund`,
+    });
+  });
+
+  it("a test-mode dispute is sandbox data: ignored", async () => {
+    const program = await connectedProgram(h);
+    const invoice = fixtures.invoice({ id: unique("cus"), email: "x@example.com" }, 1000);
+    const opened = stripeEvent("charge.dispute.created", fixtures.dispute(invoice, "needs_response"), {
+      livemode: false,
+    });
+    await deliver(h, program, opened);
+    await h.drain();
+    expect(await outcomeOf(program.productId, opened.id)).toEqual({
+      outcome: "IGNORED",
+      detail: "A test-mode payment is sandbox data: nothing to hold",
+    });
   });
 });
 

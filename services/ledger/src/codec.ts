@@ -8,6 +8,8 @@ import {
   CommissionStatus as CommissionStatusProto,
   EventType as EventTypeProto,
   type GetTimeseriesResponseSchema,
+  HoldReason as HoldReasonProto,
+  HoldResolution as HoldResolutionProto,
   type Metrics as MetricsProto,
   MetricsSchema,
   Period as PeriodProto,
@@ -27,6 +29,7 @@ import { create, type MessageInitShape } from "@bufbuild/protobuf";
 import { timestampDate, timestampFromDate } from "@bufbuild/protobuf/wkt";
 import type { CommissionPreview } from "./domain/preview-commissions.js";
 import type { RefundResult } from "./domain/refund-payment.js";
+import type { HoldResolution } from "./domain/release-payment-commissions.js";
 import type { TrackOutcome } from "./domain/track-batch.js";
 import type { TrackResult } from "./domain/track-event.js";
 import type {
@@ -34,6 +37,7 @@ import type {
   CommissionRule,
   CommissionSkipped,
   CommissionStatus,
+  HoldReason,
   Metrics,
   Period,
   TrackedEvent,
@@ -47,6 +51,15 @@ export const commissionStatusToProto: Record<CommissionStatus, CommissionStatusP
   paid: CommissionStatusProto.PAID,
   rejected: CommissionStatusProto.REJECTED,
   refunded: CommissionStatusProto.REFUNDED,
+};
+
+export const holdReasonToProto: Record<HoldReason, HoldReasonProto> = {
+  dispute: HoldReasonProto.DISPUTE,
+};
+
+export const holdResolutionToProto: Record<HoldResolution, HoldResolutionProto> = {
+  lifted: HoldResolutionProto.LIFTED,
+  refunded: HoldResolutionProto.REFUNDED,
 };
 
 export const eventTypeToProto: Record<TrackingEventType, EventTypeProto> = {
@@ -112,6 +125,7 @@ export function commissionToProto(c: Commission): CommissionProto {
     eventId: c.eventId,
     reason: c.reason ?? "",
     rule: c.rule ? commissionRuleToProto(c.rule) : undefined,
+    holdReason: c.holdReason === null ? HoldReasonProto.UNSPECIFIED : holdReasonToProto[c.holdReason],
   });
 }
 

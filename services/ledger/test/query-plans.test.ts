@@ -1,5 +1,5 @@
 import { newId } from "@affiliate/platform";
-import { CommissionAction, CommissionStatus, Period } from "@affiliate/proto/ledger";
+import { CommissionAction, CommissionStatus, HoldReason, HoldResolution, Period } from "@affiliate/proto/ledger";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import {
   EventType,
@@ -99,7 +99,7 @@ async function fullScans(statements: SentStatement[]): Promise<{ table: string; 
 }
 
 describe("every statement of a mixed load reads the large tables through an index", () => {
-  it("clicks, signups, payments, batches, replays, refunds, lists, commission changes, stats, payouts, erasure", async () => {
+  it("clicks, signups, payments, batches, replays, refunds, lists, commission changes, stats, payouts, disputes, erasure", async () => {
     const customerEmail = uniqueEmail();
     const visitorId = unique("vis");
     const externalId = unique("pay");
@@ -162,6 +162,9 @@ describe("every statement of a mixed load reads the large tables through an inde
       const payoutId = newId("po");
       await h.ledger.claimCommissions({ productId, claims: [{ partnershipId: sponsor.id, payoutId }] });
       await h.ledger.releaseCommissions({ productId, payoutIds: [payoutId] });
+      const dispute = { productId, externalId, holdId: unique("dp"), reason: HoldReason.DISPUTE };
+      await h.ledger.holdPaymentCommissions(dispute);
+      await h.ledger.releasePaymentCommissions({ ...dispute, resolution: HoldResolution.REFUNDED });
       await h.erasure.eraseCustomer({ productId, email: "seed42@example.com", erasureId: newId("ers") });
       await h.erasure.findCustomer({ productId, email: "seed42@example.com" });
     });
@@ -180,7 +183,7 @@ describe("every statement of a mixed load reads the large tables through an inde
       const nodes = await planOf(h.sql, statement as SentStatement);
       return { indexes: nodes.flatMap((node) => node["Index Name"] ?? []), nodes };
     };
-    expect((await indexesOf(/payout_id is null\s+group by partnership_id/)).indexes).toContain("commissions_payable");
+    expect((await indexesOf(/hold_reason is null\s+group by partnership_id/)).indexes).toContain("commissions_payable");
     expect((await indexesOf(/join commissions c2 on c2.product_id/)).indexes).toContain("commissions_payable");
     expect((await indexesOf(/as tracking_events,/)).indexes).toEqual(
       expect.arrayContaining(["tracking_events_by_customer_email", "commissions_by_event", "commissions_with_reason"]),

@@ -3,6 +3,7 @@ import {
   type CommissionRule,
   CommissionSkipped,
   CommissionStatus,
+  HoldReason,
   type PreviewCommissionsResponse,
   RuleSource,
   RuleType,
@@ -13,6 +14,7 @@ import type {
   PublicCommissionRule,
   PublicCommissionSkipped,
   PublicCommissionStatus,
+  PublicHoldReason,
 } from "../schemas/commissions.js";
 import type { PublicCommissionPreview } from "../schemas/tracking.js";
 import { ContractViolation, isoTime, namesOf, required } from "./common.js";
@@ -45,6 +47,17 @@ const skippedNames: Record<CommissionSkipped, PublicCommissionSkipped> = {
 export function commissionSkippedName(skipped: CommissionSkipped): PublicCommissionSkipped {
   const name = skippedNames[skipped];
   if (name === undefined) throw new ContractViolation(`commission_skipped ${skipped} has no public name`);
+  return name;
+}
+
+const holdReasonNames: Record<HoldReason, PublicHoldReason> = {
+  [HoldReason.UNSPECIFIED]: null,
+  [HoldReason.DISPUTE]: "dispute",
+};
+
+export function holdReasonName(reason: HoldReason): PublicHoldReason {
+  const name = holdReasonNames[reason];
+  if (name === undefined) throw new ContractViolation(`hold_reason ${reason} has no public name`);
   return name;
 }
 
@@ -96,6 +109,7 @@ export function toPublicCommission(commission: Commission, partnership: Partners
     customer_email: commission.customerEmail ?? null,
     payment_amount_cents: Number(commission.paymentAmountCents),
     payout_id: commission.payoutId || null,
+    hold_reason: holdReasonName(commission.holdReason),
     rule: commission.rule ? toPublicCommissionRule(commission.rule) : null,
   };
 }

@@ -16,6 +16,15 @@ export const commissionSkippedSchema = z.enum(["max_commission_months", "max_com
     "Why an attributed payment earned nothing: it occurred `max_commission_months` or more after the customer's first attributed payment to the partnership, or the customer's first `max_commission_payments` payments had already earned. null otherwise.",
 });
 
+/** Why a commission is held (contract section 13). */
+export const holdReasonSchema = z.enum(["dispute"]).nullable().meta({
+  id: "HoldReason",
+  description:
+    "Why the commission is held: `dispute` while its payment's dispute (a chargeback) is open. A held commission keeps its status and amount but is not approved at the end of its hold period and goes into no payout until the dispute closes: won, the hold is lifted; lost, the payment is refunded in full. A commission already in a payout is never held (a lost dispute claws it back instead). null when not held.",
+});
+
+export type PublicHoldReason = z.output<typeof holdReasonSchema>;
+
 /** The rule a commission was made with, frozen when its payment was recorded (contract section 12). */
 export const commissionRuleSchema = z
   .object({
@@ -65,6 +74,7 @@ export const commissionSchema = z
     customer_email: z.string().nullable().meta({ description: "The paying customer; null after erasure or if none." }),
     payment_amount_cents: z.int().meta({ description: "The original payment the commission derives from." }),
     payout_id: z.string().nullable().meta({ description: "The payout holding it; null until it is bundled." }),
+    hold_reason: holdReasonSchema,
     rule: commissionRuleSchema
       .nullable()
       .meta({ description: "The rule that made it; null only for commissions created before rules were recorded." }),
@@ -84,7 +94,7 @@ export const updateCommissionBodySchema = z
   .object({
     action: z.enum(["approve", "reject"]).meta({
       description:
-        "approve: a pending commission becomes approved (its hold ends early). reject: a pending commission, or an approved one not in a payout, becomes rejected, with its level-2 child.",
+        "approve: a pending commission becomes approved (its hold ends early), unless a dispute holds it (`hold_reason`): 400 until the dispute closes. reject: a pending commission, or an approved one not in a payout, becomes rejected, with its level-2 child.",
     }),
     reason: text({ max: 500 }).optional().meta({ description: "Stored on the commission; at most 500 characters." }),
   })

@@ -41,7 +41,7 @@ export interface RealMesh {
   /** An HTTP request to the gateway with `key`. */
   call(
     key: string,
-    method: "GET" | "POST" | "PATCH" | "DELETE",
+    method: "GET" | "POST" | "PATCH" | "DELETE" | "PUT",
     url: string,
     options?: { body?: unknown; payload?: string; headers?: Record<string, string> },
   ): Promise<LightMyRequestResponse>;

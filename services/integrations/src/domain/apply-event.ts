@@ -1,9 +1,22 @@
 import type { ClaimedJob, Logger, Sql, TransactionSql } from "@affiliate/platform";
 import { Code, ConnectError } from "@connectrpc/connect";
 import { countStripeEvent } from "../metrics.js";
-import { recordCustomerSignup, recordPaymentAliases, resolvePaymentIds, signupOfCustomer } from "../store/customers.js";
-import { type AttemptRecord, type EventJob, payloadOf, recordAttempt, wakeWaitersOf } from "../store/events.js";
-import type { Ledger, Programs } from "./ports.js";
+import {
+  anyPaymentRecorded,
+  recordCustomerSignup,
+  recordPaymentAliases,
+  resolvePaymentIds,
+  signupOfCustomer,
+} from "../store/customers.js";
+import {
+  type AttemptRecord,
+  type EventJob,
+  lockPaymentIds,
+  payloadOf,
+  recordAttempt,
+  wakeWaitersOf,
+} from "../store/events.js";
+import type { DisputeCloseOutcome, DisputeHoldOutcome, Ledger, Programs } from "./ports.js";
 import type { ProviderCommand } from "./types.js";
 
 /** How long a refund or dispute waits for its payment before it fails (contract section 13). */
@@ -154,31 +167,30 @@ async function decide(deps: ApplyDeps, row: EventJob): Promise<Decision> {
           nextAttemptAt: null,
         },
         effects: async (tx) => {
-          await recordPaymentAliases(tx, productId, command.externalId, command.aliases);
+          await lockPaymentIds(tx, productId, paymentIds);
+          await recordPaymentAliases(tx, productId, command.externalId, paymentIds);
           await wakeWaitersOf(tx, productId, paymentIds, deps.clock());
         },
       };
     }
 
-    case "refund":
-    case "dispute_lost": {
+    case "refund": {
       if (testMode) return done("ignored", "A test-mode payment is sandbox data: nothing to refund");
-      if (command.kind === "refund") {
-        const mismatch = await sameCurrency(deps, productId, command.currency);
-        if (mismatch) return done("failed", mismatch);
-      }
-      const reason = command.kind === "refund" ? "refunded in Stripe" : "dispute lost";
-      const refundedTotalCents = command.kind === "refund" ? command.refundedTotalCents : undefined;
+      const mismatch = await sameCurrency(deps, productId, command.currency);
+      if (mismatch) return done("failed", mismatch);
+      const { refundedTotalCents } = command;
       for (const externalId of await resolvePaymentIds(deps.sql, productId, command.paymentIds)) {
-        const outcome = await deps.ledger.refundToTotal({ productId, externalId, refundedTotalCents, reason });
+        const outcome = await deps.ledger.refundToTotal({
+          productId,
+          externalId,
+          refundedTotalCents,
+          reason: "refunded in Stripe",
+        });
         if (outcome.kind === "payment_not_found") continue;
         if (outcome.kind === "no_commission") {
           return done("ignored", `Payment ${externalId} earned no commission: nothing to refund`);
         }
-        const what =
-          command.kind === "refund"
-            ? `Payment ${externalId} refunded to ${refundedTotalCents} cents in total`
-            : `Dispute ${command.disputeId} lost: payment ${externalId} refunded in full`;
+        const what = `Payment ${externalId} refunded to ${refundedTotalCents} cents in total`;
         return done(
           "applied",
           outcome.appliedCents > 0 ? `${what} (${outcome.appliedCents} cents now)` : `${what}; it was already`,
@@ -188,10 +200,71 @@ async function decide(deps: ApplyDeps, row: EventJob): Promise<Decision> {
       return waitForPayment(deps, row, command.paymentIds);
     }
 
-    case "hold":
-    case "release":
-      return done("ignored", `Dispute ${command.disputeId}: holding commissions during disputes is not supported yet`);
+    case "hold": {
+      if (testMode) return done("ignored", "A test-mode payment is sandbox data: nothing to hold");
+      for (const externalId of await resolvePaymentIds(deps.sql, productId, command.paymentIds)) {
+        const outcome = await deps.ledger.holdForDispute({ productId, externalId, disputeId: command.disputeId });
+        if (outcome.kind === "payment_not_found") continue;
+        // As for a refund: a payment that earned nothing has nothing to hold.
+        const outcomeName = outcome.commissions.length === 0 && !outcome.replayed ? "ignored" : "applied";
+        return done(outcomeName, holdDetail(command.disputeId, externalId, outcome), {
+          commissionIds: outcome.commissions.map((c) => c.id),
+        });
+      }
+      return waitForPayment(deps, row, command.paymentIds);
+    }
+
+    case "dispute_lost":
+    case "release": {
+      if (testMode) return done("ignored", "A test-mode payment is sandbox data: no dispute to close");
+      const lost = command.kind === "dispute_lost";
+      for (const externalId of await resolvePaymentIds(deps.sql, productId, command.paymentIds)) {
+        const outcome = await deps.ledger.closeDispute({
+          productId,
+          externalId,
+          disputeId: command.disputeId,
+          lost,
+          reason: "dispute lost",
+        });
+        if (outcome.kind === "payment_not_found") continue;
+        const outcomeName = outcome.commissionIds.length === 0 && !outcome.replayed ? "ignored" : "applied";
+        return done(outcomeName, closeDetail(command.disputeId, externalId, lost, outcome), {
+          commissionIds: outcome.commissionIds,
+        });
+      }
+      return waitForPayment(deps, row, command.paymentIds);
+    }
   }
+}
+
+function holdDetail(disputeId: string, externalId: string, outcome: Extract<DisputeHoldOutcome, { kind: "held" }>) {
+  if (outcome.replayed) return `Dispute ${disputeId} of payment ${externalId} was recorded already: nothing changed`;
+  if (outcome.commissions.length === 0) {
+    return `Dispute ${disputeId} opened; payment ${externalId} earned no commission: nothing to hold`;
+  }
+  const held = outcome.commissions.filter((c) => c.held).map((c) => c.id);
+  const inPayouts = outcome.commissions.filter((c) => !c.held && c.payoutId).map((c) => `${c.id} (${c.payoutId})`);
+  return [
+    `Dispute ${disputeId} opened on payment ${externalId}`,
+    held.length > 0 ? `: commissions ${held.join(", ")} held until it closes` : ": no commission to hold",
+    inPayouts.length > 0 ? `; already in a payout, a lost dispute claws back ${inPayouts.join(", ")}` : "",
+  ].join("");
+}
+
+function closeDetail(
+  disputeId: string,
+  externalId: string,
+  lost: boolean,
+  outcome: Extract<DisputeCloseOutcome, { kind: "closed" }>,
+) {
+  if (outcome.replayed) return `Dispute ${disputeId} of payment ${externalId} was closed already: nothing changed`;
+  if (outcome.commissionIds.length === 0) {
+    return `Dispute ${disputeId} closed; payment ${externalId} earned no commission: nothing to ${lost ? "refund" : "lift"}`;
+  }
+  if (!lost) return `Dispute ${disputeId} won: the hold on payment ${externalId}'s commissions is lifted`;
+  return outcome.refundedCents > 0
+    ? `Dispute ${disputeId} lost: payment ${externalId} refunded in full (${outcome.refundedCents} cents now)`
+    : `Dispute ${disputeId} lost: payment ${externalId} was refunded in full already`;
 }
 
 /** A refund or dispute before its payment: it waits (woken when the payment is recorded), 72 hours at most. */
@@ -207,6 +280,15 @@ function waitForPayment(deps: ApplyDeps, row: EventJob, paymentIds: string[]): D
       detail: `Waiting for payment ${named}`,
       nextAttemptAt: new Date(Math.min(now + waitingRecheckMs, deadline)),
       awaitsPayment: paymentIds,
+    },
+    // The payment may have been recorded since this attempt asked the ledger, its wake-up passing
+    // this row by: under the payment's lock, either it wakes this row after this commits, or this
+    // sees it recorded and is due at once.
+    effects: async (tx) => {
+      await lockPaymentIds(tx, row.productId, paymentIds);
+      if (await anyPaymentRecorded(tx, row.productId, paymentIds)) {
+        await wakeWaitersOf(tx, row.productId, paymentIds, deps.clock());
+      }
     },
   };
 }

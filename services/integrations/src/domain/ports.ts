@@ -31,19 +31,57 @@ export type RefundOutcome =
   /** The payment is recorded but earned no commission: nothing to refund. */
   | { kind: "no_commission" };
 
+/** A dispute's opening, as the ledger carried it out. */
+export type DisputeHoldOutcome =
+  | {
+      kind: "held";
+      /** The dispute was recorded already (opened, or closed first): nothing changed. */
+      replayed: boolean;
+      /** The payment's commissions, level 1 first, and whether each is held. */
+      commissions: { id: string; held: boolean; payoutId: string }[];
+    }
+  /** No payment has this external id (yet). */
+  | { kind: "payment_not_found" };
+
+/** A dispute's closing, as the ledger carried it out. */
+export type DisputeCloseOutcome =
+  | {
+      kind: "closed";
+      /** The dispute was closed already: nothing changed. */
+      replayed: boolean;
+      commissionIds: string[];
+      /** What a lost dispute's refund applied now; 0 for a won one, a repeat, or nothing left. */
+      refundedCents: number;
+    }
+  /** No payment has this external id (yet). */
+  | { kind: "payment_not_found" };
+
 /** The ledger owns tracking events, commissions and refunds. */
 export interface Ledger {
   track(input: TrackInput): Promise<TrackedRecord>;
-  /**
-   * Refunds the payment up to a cumulative total (the difference is applied, nothing when it is
-   * reached); `refundedTotalCents` undefined refunds all that remains.
-   */
+  /** Refunds the payment up to a cumulative total (the difference is applied, nothing when it is reached). */
   refundToTotal(input: {
     productId: string;
     externalId: string;
-    refundedTotalCents?: number | undefined;
+    refundedTotalCents: number;
     reason: string;
   }): Promise<RefundOutcome>;
+  /**
+   * Holds the payment's commissions while the dispute is open (neither approved nor paid out);
+   * idempotent by the dispute id, whatever order its opening and closing come in.
+   */
+  holdForDispute(input: { productId: string; externalId: string; disputeId: string }): Promise<DisputeHoldOutcome>;
+  /**
+   * Closes the dispute: won lifts the hold; lost refunds the payment in full (void, or clawback
+   * when paid), with `reason`. Idempotent by the dispute id.
+   */
+  closeDispute(input: {
+    productId: string;
+    externalId: string;
+    disputeId: string;
+    lost: boolean;
+    reason: string;
+  }): Promise<DisputeCloseOutcome>;
 }
 
 /** Partners owns programs: the currency every amount of a product is in. */

@@ -1,14 +1,24 @@
 import { asRead } from "@affiliate/platform";
-import { EventType, type LedgerService } from "@affiliate/proto/ledger";
+import { EventType, HoldReason, HoldResolution, type LedgerService } from "@affiliate/proto/ledger";
 import type { PartnersService } from "@affiliate/proto/partners";
 import { timestampFromDate } from "@bufbuild/protobuf/wkt";
 import { type Client, Code, ConnectError } from "@connectrpc/connect";
 import type { Ledger, Programs } from "../domain/ports.js";
 
+/** NOT_FOUND from the ledger: for these calls, a payment it does not have (yet). */
+async function unlessPaymentMissing<T>(call: () => Promise<T>): Promise<T | { kind: "payment_not_found" }> {
+  try {
+    return await call();
+  } catch (error) {
+    if (ConnectError.from(error).code === Code.NotFound) return { kind: "payment_not_found" };
+    throw error;
+  }
+}
+
 /**
- * The ledger's Track and Refund in the domain's words. Both are safe to repeat for these calls:
- * a payment's external id makes its Track a replay, and a refund to a cumulative total applies
- * only the difference.
+ * The ledger's Track, Refund and dispute holds in the domain's words. All are safe to repeat for
+ * these calls: a payment's external id makes its Track a replay, a refund to a cumulative total
+ * applies only the difference, and a dispute's hold and release are idempotent by its id.
  */
 export function ledgerOver(client: Client<typeof LedgerService>): Ledger {
   return {
@@ -38,7 +48,7 @@ export function ledgerOver(client: Client<typeof LedgerService>): Ledger {
         const { result } = await client.refund({
           productId: input.productId,
           identification: { case: "externalId", value: input.externalId },
-          refundedTotalCents: input.refundedTotalCents === undefined ? undefined : BigInt(input.refundedTotalCents),
+          refundedTotalCents: BigInt(input.refundedTotalCents),
           reason: input.reason,
           requestFingerprint: "",
         });
@@ -58,12 +68,45 @@ export function ledgerOver(client: Client<typeof LedgerService>): Ledger {
             ? { kind: "no_commission" }
             : { kind: "payment_not_found" };
         }
-        // A full refund (a lost dispute) of a payment refunded in full already: nothing to do.
-        if (connect.code === Code.AlreadyExists && input.refundedTotalCents === undefined) {
-          return { kind: "refunded", commissionId: "", appliedCents: 0, fullyRefunded: true };
-        }
         throw error;
       }
+    },
+    holdForDispute(input) {
+      return unlessPaymentMissing(async () => {
+        const { commissions, replayed } = await client.holdPaymentCommissions({
+          productId: input.productId,
+          externalId: input.externalId,
+          holdId: input.disputeId,
+          reason: HoldReason.DISPUTE,
+        });
+        return {
+          kind: "held" as const,
+          replayed,
+          commissions: commissions.map((c) => ({
+            id: c.id,
+            held: c.holdReason !== HoldReason.UNSPECIFIED,
+            payoutId: c.payoutId,
+          })),
+        };
+      });
+    },
+    closeDispute(input) {
+      return unlessPaymentMissing(async () => {
+        const { commissions, replayed, refund } = await client.releasePaymentCommissions({
+          productId: input.productId,
+          externalId: input.externalId,
+          holdId: input.disputeId,
+          reason: HoldReason.DISPUTE,
+          resolution: input.lost ? HoldResolution.REFUNDED : HoldResolution.LIFTED,
+          refundReason: input.lost ? input.reason : undefined,
+        });
+        return {
+          kind: "closed" as const,
+          replayed,
+          commissionIds: commissions.map((c) => c.id),
+          refundedCents: Number(refund?.refundAmountCents ?? 0n),
+        };
+      });
     },
   };
 }

@@ -21,7 +21,19 @@ export async function recordCustomerSignup(
     on conflict (product_id, customer_id) do nothing`;
 }
 
-/** Remembers the other ids (payment intents) a payment recorded as `externalId` is named by. */
+/** Whether a payment named by any of `ids` (its external id or an alias) was recorded from a Stripe event. */
+export async function anyPaymentRecorded(sql: Queryable, productId: string, ids: string[]): Promise<boolean> {
+  if (ids.length === 0) return false;
+  const [row] = await sql<{ id: string }[]>`
+    select payment_intent_id as id from stripe_payments
+    where product_id = ${productId} and payment_intent_id = any(${ids}::text[]) limit 1`;
+  return row !== undefined;
+}
+
+/**
+ * Remembers the ids a payment recorded as `externalId` is named by: the other ids (payment
+ * intents) of its refunds and disputes, and its own (so a waiter can tell it was recorded).
+ */
 export async function recordPaymentAliases(
   sql: Queryable,
   productId: string,

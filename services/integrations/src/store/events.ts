@@ -76,11 +76,30 @@ export async function recordAttempt(sql: Queryable, id: string, record: AttemptR
     where id = ${id}`;
 }
 
-/** A payment was recorded: the refunds and disputes waiting for it are due now. */
+/**
+ * Serialises, per payment id, a payment's recording (which wakes its waiters) with an event's
+ * recording that it waits for that payment: whichever commits second sees the other. Taken in
+ * id order, after the caller's own event row.
+ */
+export async function lockPaymentIds(sql: Queryable, productId: string, paymentIds: string[]): Promise<void> {
+  for (const id of [...new Set(paymentIds)].sort()) {
+    await sql`select pg_advisory_xact_lock(hashtext(${`stripe-payment:${productId}:${id}`}))`;
+  }
+}
+
+/**
+ * A payment was recorded (the caller holds lockPaymentIds): the refunds and disputes waiting for
+ * it are due now. A waiter whose own recording is in flight (its row locked) is skipped: it
+ * finds the payment itself once this commits (see `waitingRecorded`), and nothing waits for the
+ * other's lock.
+ */
 export async function wakeWaitersOf(sql: Queryable, productId: string, paymentIds: string[], now: Date): Promise<void> {
   await sql`
     update stripe_events set next_attempt_at = ${now}
-    where product_id = ${productId} and outcome = 'waiting' and awaits_payment && ${paymentIds}::text[]`;
+    where id = any(array(
+      select id from stripe_events
+      where product_id = ${productId} and outcome = 'waiting' and awaits_payment && ${paymentIds}::text[]
+      for update skip locked))`;
 }
 
 export async function eventOf(sql: Queryable, productId: string, eventId: string): Promise<StoredEvent | undefined> {

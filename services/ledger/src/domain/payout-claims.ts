@@ -1,5 +1,6 @@
-import { DomainError, type Queryable, type Sql } from "@affiliate/platform";
+import { DomainError, type Queryable, type Sql, type TransactionSql } from "@affiliate/platform";
 import { getCommissionOrThrow } from "../store/commissions.js";
+import { holdAgainWhileDisputed } from "../store/holds.js";
 import { recordCommissionChange } from "./commission-changes.js";
 import { RollupChanges } from "./rollup-changes.js";
 import type { Commission } from "./types.js";
@@ -18,10 +19,11 @@ export async function listPayableBalances(
   return sql`
     select partnership_id, sum(amount_cents) as amount_cents, count(*)::int8 as commission_count
     from commissions where product_id = ${productId} and status = 'approved' and payout_id is null
+      and hold_reason is null
     group by partnership_id order by partnership_id`;
 }
 
-/** One partnership's approved, unlinked commissions asked for one payout. */
+/** One partnership's approved, unlinked commissions that no dispute holds, asked for one payout. */
 export interface PayoutClaim {
   partnershipId: string;
   payoutId: string;
@@ -60,14 +62,15 @@ function validateClaims(claims: PayoutClaim[]): void {
 }
 
 /**
- * Links each claim's partnership's approved, unlinked commissions to the claim's payout id, in
- * one transaction, and returns every commission linked to any of the payout ids (by payout id,
- * then id): a repeat returns the same set.
+ * Links each claim's partnership's approved, unlinked, unheld commissions to the claim's payout
+ * id, in one transaction, and returns every commission linked to any of the payout ids (by
+ * payout id, then id): a repeat returns the same set.
  *
  * The rows are locked in id order before they are changed, so two bulk claims over overlapping
  * partnerships wait for each other instead of deadlocking. A row that waited for a lock is
- * checked again once the other claim commits: if that claim linked it, it is skipped (payout_id
- * is no longer null), so a commission is never linked twice.
+ * checked again once the other transaction commits: if a claim linked it (payout_id is no longer
+ * null) or a dispute held it (hold_reason is set), it is skipped, so a commission is never
+ * linked twice, nor both held and claimed.
  */
 export async function claimCommissions(
   sql: Sql,
@@ -85,7 +88,7 @@ export async function claimCommissions(
         select c2.id, claims.payout_id
         from unnest(${partnershipIds}::text[], ${payoutIds}::text[]) as claims(partnership_id, payout_id)
         join commissions c2 on c2.product_id = ${productId} and c2.partnership_id = claims.partnership_id
-        where c2.status = 'approved' and c2.payout_id is null
+        where c2.status = 'approved' and c2.payout_id is null and c2.hold_reason is null
         order by c2.id
         for update of c2
       ) claimed
@@ -102,19 +105,30 @@ export async function claimCommissions(
 /**
  * Unlinks every unpaid commission of the payouts (rejected or abandoned), at most
  * maxPayoutsPerCall payout ids at once; a repeat releases nothing. Returns how many it unlinked.
+ *
+ * A commission whose payment was disputed while it sat in the payout was not held then (it was
+ * in a payout); unlinked, it is held now, in the caller's transaction, so no payout claims it
+ * before the dispute closes. Two statements: the second reads the holds committed after the
+ * first locked the rows (a hold locks the payment's commissions before it decides, so one that
+ * ran into these locks commits after this transaction and finds the commission unlinked).
  */
-export async function releaseCommissions(sql: Queryable, productId: string, payoutIds: string[]): Promise<number> {
+export async function releaseCommissions(tx: TransactionSql, productId: string, payoutIds: string[]): Promise<number> {
   if (payoutIds.length > maxPayoutsPerCall) {
     throw DomainError.invalidField("payout_ids", `At most ${maxPayoutsPerCall} payout ids per call`);
   }
   if (payoutIds.length === 0) return 0;
   // "payout_id is not null": as in claimCommissions, for the partial index.
-  const rows = await sql`
+  const released = await tx<{ id: string }[]>`
     update commissions set payout_id = null, updated_at = now()
     where product_id = ${productId} and payout_id is not null and payout_id = any(${payoutIds}::text[])
       and status <> 'paid'
     returning id`;
-  return rows.length;
+  if (released.length > 0)
+    await holdAgainWhileDisputed(
+      tx,
+      released.map((row) => row.id),
+    );
+  return released.length;
 }
 
 /**

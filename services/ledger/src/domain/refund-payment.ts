@@ -134,12 +134,13 @@ async function lockIdentifiedPayment(
 }
 
 /**
+ * Applies a refund in the caller's transaction (a lost dispute's closing refunds through it).
  * Two reads (the payment, then its commissions, each locked as it is read, in the order every
  * other locker uses), then every write issued at once: postgres.js pipelines them on the
  * transaction's connection in issue order. The transaction is five round trips, BEGIN and
  * COMMIT included, where one statement at a time made it fifteen.
  */
-async function applyRefund(tx: TransactionSql, input: RefundInput): Promise<RefundResult> {
+export async function applyRefund(tx: TransactionSql, input: RefundInput): Promise<RefundResult> {
   const payment = await lockIdentifiedPayment(tx, input.productId, input.identification);
   const commissions = await lockCommissionsOfEvent(tx, payment.id);
   const levelOne = commissions.find((c) => c.level === 1);

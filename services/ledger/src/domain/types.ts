@@ -2,6 +2,8 @@
 
 export type TrackingEventType = "click" | "signup" | "payment";
 export type CommissionStatus = "pending" | "approved" | "paid" | "rejected" | "refunded";
+/** Why a commission is held: neither approved by the hold sweep nor claimed by a payout. */
+export type HoldReason = "dispute";
 export type Period = "7d" | "30d" | "90d" | "12m";
 
 export interface TrackInput {
@@ -89,6 +91,8 @@ export interface Commission {
   paymentOccurredAt: Date;
   payoutId: string | null;
   reason: string | null;
+  /** Set while the payment is disputed and the commission is in no payout; null otherwise. */
+  holdReason: HoldReason | null;
   createdAt: Date;
   /** The frozen rule; null for commissions created before rules were recorded. */
   rule: CommissionRule | null;

@@ -8,9 +8,10 @@ import type { Commission } from "./types.js";
 export type CommissionAction = "approve" | "reject";
 
 /**
- * A merchant's decision (contract section 6): approve ends a pending commission's hold early;
- * reject voids a pending commission, or an approved one not yet in a payout. The level-2 child
- * follows its parent where it is in the same state.
+ * A merchant's decision (contract section 6): approve ends a pending commission's hold period
+ * early, unless a dispute holds it (contract section 13: not approved until the dispute closes);
+ * reject voids a pending commission, or an approved one not yet in a payout, held or not. The
+ * level-2 child follows its parent where it is in the same state.
  */
 export async function updateCommission(
   sql: Sql,
@@ -25,6 +26,12 @@ export async function updateCommission(
     const family = await lockCommissionFamily(tx, productId, commissionId);
     const target = family.find((c) => c.id === commissionId);
     if (!target) throw new DomainError("not_found", `Commission ${commissionId} not found`);
+    if (change.action === "approve" && target.holdReason !== null) {
+      throw new DomainError(
+        "failed_precondition",
+        `Commission ${commissionId} is held (${target.holdReason}): it can be approved once the dispute closes`,
+      );
+    }
     const allowed = change.action === "approve" ? canApprove : canReject;
     if (!allowed(target)) {
       throw new DomainError(
@@ -56,5 +63,6 @@ export async function updateCommission(
   });
 }
 
-const canApprove = (c: Commission) => c.status === "pending";
+/** A held commission (its payment disputed) is approved only once its hold is released. */
+const canApprove = (c: Commission) => c.status === "pending" && c.holdReason === null;
 const canReject = (c: Commission) => c.status === "pending" || (c.status === "approved" && c.payoutId === null);

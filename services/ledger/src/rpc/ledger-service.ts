@@ -1,10 +1,18 @@
-import { DomainError, enumFilter, type PageTokens } from "@affiliate/platform";
-import { CommissionAction, type LedgerService, PartnershipStatsSchema, type Period } from "@affiliate/proto/ledger";
+import { DomainError, enumFilter, fromProtoEnum, type PageTokens } from "@affiliate/platform";
+import {
+  CommissionAction,
+  type HoldReason,
+  type LedgerService,
+  PartnershipStatsSchema,
+  type Period,
+} from "@affiliate/proto/ledger";
 import { create } from "@bufbuild/protobuf";
 import type { ServiceImpl } from "@connectrpc/connect";
 import {
   commissionStatusToProto,
   commissionToProto,
+  holdReasonToProto,
+  holdResolutionToProto,
   metricsToProto,
   periodFromProto,
   previewToProto,
@@ -14,10 +22,12 @@ import {
   trackOutcomeToProto,
   trackResultToProto,
 } from "../codec.js";
+import { holdPaymentCommissions } from "../domain/hold-payment-commissions.js";
 import { listCommissionsPage } from "../domain/list-commissions.js";
 import { claimCommissions, listPayableBalances, releaseCommissions } from "../domain/payout-claims.js";
 import { previewCommissions } from "../domain/preview-commissions.js";
 import { type PaymentIdentification, refundPayment } from "../domain/refund-payment.js";
+import { releasePaymentCommissions } from "../domain/release-payment-commissions.js";
 import { getStats, getTimeseries } from "../domain/stats.js";
 import { assertBatchSize, type TrackOutcome, trackBatch } from "../domain/track-batch.js";
 import { type TrackDeps, trackEvent } from "../domain/track-event.js";
@@ -31,6 +41,12 @@ export interface LedgerServiceDeps extends TrackDeps {
 }
 
 const toNumber = (value: bigint | undefined) => (value === undefined ? undefined : Number(value));
+
+function holdReasonOrThrow(reason: HoldReason) {
+  const value = fromProtoEnum(holdReasonToProto, reason);
+  if (!value) throw DomainError.invalidField("reason", "Reason must be dispute");
+  return value;
+}
 
 function periodOrThrow(period: Period) {
   const value = periodFromProto[period];
@@ -184,8 +200,37 @@ export function createLedgerService(deps: LedgerServiceDeps): ServiceImpl<typeof
       };
     },
 
+    async holdPaymentCommissions(req) {
+      const held = await holdPaymentCommissions(sql, {
+        productId: req.productId,
+        externalId: req.externalId,
+        holdId: req.holdId,
+        reason: holdReasonOrThrow(req.reason),
+      });
+      return { commissions: held.commissions.map(commissionToProto), replayed: held.replayed };
+    },
+
+    async releasePaymentCommissions(req) {
+      const resolution = fromProtoEnum(holdResolutionToProto, req.resolution);
+      if (!resolution) throw DomainError.invalidField("resolution", "Resolution must be lifted or refunded");
+      const released = await releasePaymentCommissions(sql, {
+        productId: req.productId,
+        externalId: req.externalId,
+        holdId: req.holdId,
+        reason: holdReasonOrThrow(req.reason),
+        resolution,
+        refundReason: req.refundReason,
+      });
+      return {
+        commissions: released.commissions.map(commissionToProto),
+        replayed: released.replayed,
+        refund: released.refund ? refundResultToProto(released.refund) : undefined,
+      };
+    },
+
     async releaseCommissions(req) {
-      return { releasedCount: BigInt(await releaseCommissions(sql, req.productId, req.payoutIds)) };
+      const released = await sql.begin((tx) => releaseCommissions(tx, req.productId, req.payoutIds));
+      return { releasedCount: BigInt(released) };
     },
   };
 }

@@ -5,7 +5,7 @@ import type { Commission, CommissionRule, CommissionStatus } from "../domain/typ
 const commissionColumns = (sql: Queryable) => sql`
   c.id, c.product_id, c.partnership_id, c.event_id, c.level, c.parent_commission_id, c.amount_cents,
   c.original_amount_cents, c.status, c.hold_until, c.referral_code, e.customer_email,
-  c.payment_amount_cents, c.payment_occurred_at, c.payout_id, c.reason, c.created_at,
+  c.payment_amount_cents, c.payment_occurred_at, c.payout_id, c.reason, c.hold_reason, c.created_at,
   c.rule_source, c.rule_type, c.rule_rate_bps, c.rule_flat_cents, c.rule_payment_number, c.rule_first_payment_at`;
 
 /** A commission as its columns read: the frozen rule in columns of its own. */
@@ -140,14 +140,16 @@ export async function setCommissionStatus(
 }
 
 /**
- * Approves up to `limit` pending commissions whose hold has ended. SKIP LOCKED lets several
- * ledger replicas sweep at once without waiting on, or double-approving, each other's rows.
+ * Approves up to `limit` pending commissions whose hold has ended and that no dispute holds.
+ * SKIP LOCKED lets several ledger replicas sweep at once without waiting on, or
+ * double-approving, each other's rows; a commission a hold is being put on (locked) is skipped
+ * until the next sweep, which reads it held.
  */
 export async function approveDueCommissions(sql: Queryable, now: Date, limit: number): Promise<Commission[]> {
   const approved = await sql<{ id: string }[]>`
     update commissions set status = 'approved', approved_at = ${now}, updated_at = ${now}
     where id in (
-      select id from commissions where status = 'pending' and hold_until <= ${now}
+      select id from commissions where status = 'pending' and hold_reason is null and hold_until <= ${now}
       order by hold_until limit ${limit} for update skip locked)
     returning id`;
   if (approved.length === 0) return [];

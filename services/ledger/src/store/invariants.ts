@@ -11,6 +11,12 @@ import { windowReachDays } from "../domain/stats.js";
 export async function invariantViolations(sql: Queryable): Promise<{ check: string; row: unknown }[]> {
   const checks: Record<string, PromiseLike<readonly unknown[]>> = {
     "commission below 0": sql`select id from commissions where amount_cents < 0`,
+    "commission both held and in a payout": sql`
+      select id from commissions where hold_reason is not null and payout_id is not null`,
+    "commission held without an open hold of its payment": sql`
+      select c.id from commissions c
+      where c.hold_reason is not null
+        and not exists (select 1 from commission_holds h where h.event_id = c.event_id and h.state = 'held')`,
     "payment refunded beyond its amount": sql`
       select id from tracking_events where refunded_cents > coalesce(amount_cents, 0)`,
     "refunded total is not the sum of refunds": sql`
