@@ -197,7 +197,7 @@ describe("affiliate tokens", () => {
 
 describe("sign-in by email", () => {
   const loginsOf = (partnershipId: string) =>
-    h.sql<{ id: string }[]>`select id from affiliate_logins where partnership_id = ${partnershipId}`;
+    h.sql<{ id: string }[]>`select id from affiliate_logins where partnership_id = ${partnershipId} order by id`;
   const requestedEvents = () =>
     outboxOf(
       (payload) => fromBinary(partnersEvents.affiliateLoginRequested.schema, payload),
@@ -252,6 +252,10 @@ describe("sign-in by email", () => {
     const email = uniqueEmail("late");
     const id = await register(productId, { email });
     await h.partners.requestAffiliateLogin({ productId, email });
+    // A second request within the minute sends nothing; a minute later it does.
+    await h.partners.requestAffiliateLogin({ productId, email });
+    expect(await loginsOf(id)).toHaveLength(1);
+    await h.sql`update affiliate_logins set created_at = now() - interval '61 seconds' where partnership_id = ${id}`;
     await h.partners.requestAffiliateLogin({ productId, email });
     const [expiring, deactivated] = (await loginsOf(id)).map((login) => login.id);
     const late = await h.partners.issueAffiliateLoginCode({ productId, loginId: expiring ?? "" });

@@ -4,6 +4,7 @@ import { DomainError, isValidEmail, newId, normalizeEmail, type Sql } from "@aff
 import { outbox } from "../events/outbox.js";
 import {
   findActivePartnershipByEmail,
+  hasRecentLogin,
   insertLogin,
   replaceLoginCode,
   useLoginCode,
@@ -25,11 +26,13 @@ export const exchangedTokenTtlSeconds = 86_400;
  * machine, so the answer's time is the floor's, plus the network's noise.
  */
 export const loginAnswerFloorMs = 250;
+/** At most one sign-in email per partnership this often: a loop of requests floods no inbox. */
+export const loginEmailIntervalMs = 60_000;
 
 /**
  * A sign-in by email (contract section 14): when the email has an active partnership in the
  * product, records a login and publishes affiliate.login_requested, on which the notifier emails
- * the code. Nothing in the answer, its errors or its timing tells whether the email is known: a
+ * the code (at most once a minute per partnership). Nothing in the answer, its errors or its timing tells whether the email is known: a
  * malformed email or an unknown product is simply no partnership.
  */
 export async function requestAffiliateLogin(
@@ -43,7 +46,7 @@ export async function requestAffiliateLogin(
   if (isValidEmail(normalized)) {
     await sql.begin(async (tx) => {
       const partnership = await findActivePartnershipByEmail(tx, productId, normalized);
-      if (!partnership) return;
+      if (!partnership || (await hasRecentLogin(tx, partnership.id, loginEmailIntervalMs))) return;
       const login = {
         id: newId("lgn"),
         productId,

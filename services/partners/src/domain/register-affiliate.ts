@@ -8,9 +8,9 @@ import {
 } from "@affiliate/platform";
 import { outbox } from "../events/outbox.js";
 import {
+  externalIdConstraint,
   findActivePartnershipByCode,
   getPartnershipOrThrow,
-  externalIdConstraint,
   insertPartnership,
   lockPartnershipOfAffiliate,
   setExternalId,

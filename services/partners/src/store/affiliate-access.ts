@@ -42,6 +42,16 @@ export async function findActivePartnershipByEmail(
   return row;
 }
 
+/** Whether the partnership asked to sign in within `withinMs` and has not used that login yet. */
+export async function hasRecentLogin(sql: Queryable, partnershipId: string, withinMs: number): Promise<boolean> {
+  const rows = await sql`
+    select 1 from affiliate_logins
+    where partnership_id = ${partnershipId} and used_at is null
+      and created_at > now() - make_interval(secs => ${withinMs / 1000})
+    limit 1`;
+  return rows.length > 0;
+}
+
 /** Records a sign-in (without a code yet); the partnership's expired logins go at the same time. */
 export async function insertLogin(
   sql: Queryable,
