@@ -188,7 +188,8 @@ describe("a payout explained", () => {
         customer_email: "buyer@example.com",
       });
       expect(paid.status).toBe(201);
-      return (paid.json.data?.commissions as { id: string }[])[0]?.id ?? "";
+      const commissions = paid.json.data?.commissions as { id: string }[] | undefined;
+      return commissions?.[0]?.id ?? "";
     };
     // A first payout, paid; then its commission is refunded: the clawback nets into the next one.
     const clawedBack = await pay("ch_first");
