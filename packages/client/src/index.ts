@@ -42,6 +42,7 @@ export class AffiliateClient implements Resources {
   readonly #requester: Requester;
   readonly events: Resources["events"];
   readonly affiliates: Resources["affiliates"];
+  readonly affiliate: Resources["affiliate"];
   readonly commissions: Resources["commissions"];
   readonly refunds: Resources["refunds"];
   readonly payouts: Resources["payouts"];
@@ -57,6 +58,7 @@ export class AffiliateClient implements Resources {
     const resources = createResources((id, request) => this.#requester.call(id, request));
     this.events = resources.events;
     this.affiliates = resources.affiliates;
+    this.affiliate = resources.affiliate;
     this.commissions = resources.commissions;
     this.refunds = resources.refunds;
     this.payouts = resources.payouts;

@@ -81,6 +81,63 @@ export function createResources(call: Call) {
       remove: endpoint("removeAffiliate", (id: string, options?: CallOptions) =>
         call("removeAffiliate", { params: { id }, ...options }),
       ),
+      /** The affiliate's own tokens for the affiliate API and the portal (contract section 14). */
+      tokens: {
+        /** A token (`apt_…`) for an active affiliate, shown only in this answer. */
+        mint: endpoint(
+          "mintAffiliateToken",
+          (id: string, body: Body<"mintAffiliateToken"> = {}, options?: CallOptions) =>
+            call("mintAffiliateToken", { params: { id }, body, ...options }),
+        ),
+        /** Revokes every token of the affiliate; every gateway refuses them within 2 seconds. */
+        revoke: endpoint("revokeAffiliateTokens", (id: string, options?: CallOptions) =>
+          call("revokeAffiliateTokens", { params: { id }, ...options }),
+        ),
+      },
+    },
+
+    /**
+     * The affiliate API: one affiliate's own program, with the client's `token` (`apt_…`), from
+     * a browser or a server. Sign-in needs no token; it buys one.
+     */
+    affiliate: {
+      me: endpoint("getAffiliateMe", (options?: CallOptions) => call("getAffiliateMe", { ...options })),
+      stats: endpoint("getAffiliateStats", (query?: Query<"getAffiliateStats">, options?: CallOptions) =>
+        call("getAffiliateStats", { query, ...options }),
+      ),
+      commissions: {
+        list: endpoint("listAffiliateCommissions", (query?: Query<"listAffiliateCommissions">, options?: CallOptions) =>
+          list<"listAffiliateCommissions">((cursor) =>
+            call("listAffiliateCommissions", { query: { ...query, cursor }, ...options }),
+          ),
+        ),
+        get: endpoint("getAffiliateCommission", (id: string, options?: CallOptions) =>
+          call("getAffiliateCommission", { params: { id }, ...options }),
+        ),
+      },
+      payouts: {
+        list: endpoint("listAffiliatePayouts", (query?: Query<"listAffiliatePayouts">, options?: CallOptions) =>
+          list<"listAffiliatePayouts">((cursor) =>
+            call("listAffiliatePayouts", { query: { ...query, cursor }, ...options }),
+          ),
+        ),
+        /** The payout with its lines, which sum exactly to its amount. */
+        get: endpoint("getAffiliatePayout", (id: string, options?: CallOptions) =>
+          call("getAffiliatePayout", { params: { id }, ...options }),
+        ),
+      },
+      login: {
+        /** Emails a one-time sign-in link when the email is an active affiliate's; always 202. */
+        request: endpoint("requestAffiliateLogin", (body: Body<"requestAffiliateLogin">, options?: CallOptions) =>
+          call("requestAffiliateLogin", { body, ...options }),
+        ),
+        /** Trades the link's code for a token, once. */
+        exchange: endpoint(
+          "exchangeAffiliateLoginCode",
+          (body: Body<"exchangeAffiliateLoginCode">, options?: CallOptions) =>
+            call("exchangeAffiliateLoginCode", { body, ...options }),
+        ),
+      },
     },
 
     commissions: {

@@ -109,7 +109,7 @@ describe("additions", () => {
   it("a new route, a new optional request field, a new answer field and enum value pass", () => {
     expect(
       changed((document) => {
-        document.paths["/affiliate/v1/me"] = { get: { operationId: "getAffiliateMe", responses: {} } };
+        document.paths["/affiliate/v1/referrals"] = { get: { operationId: "listAffiliateReferrals", responses: {} } };
         schemas(document).RefundRequest.properties.note = { type: "string" };
         schemas(document).PayoutOutput.properties.currency = { type: "string" };
         schemas(document).PayoutOutput.required.push("currency");

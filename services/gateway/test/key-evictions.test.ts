@@ -13,7 +13,7 @@ import { create, toBinary } from "@bufbuild/protobuf";
 import { Events, type Status } from "nats";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { KeyCache } from "../src/auth/key-cache.js";
-import { evictOnKeysRotated, startKeyEvictions } from "../src/auth/key-evictions.js";
+import { evictOnCredentialEvents, startKeyEvictions } from "../src/auth/key-evictions.js";
 import { createGateway } from "./support/harness.js";
 
 const logger = createLogger("gateway-test", "silent");
@@ -52,7 +52,10 @@ async function warmCache() {
 describe("the keys-rotated handler", () => {
   it("decodes ProductKeysRotated and evicts that product's keys only", async () => {
     const { cache, calls } = await warmCache();
-    evictOnKeysRotated(cache, logger)({ data: rotated("prd_a") });
+    evictOnCredentialEvents(
+      cache,
+      logger,
+    )({ subject: partnersEvents.productKeysRotated.subject, data: rotated("prd_a") });
     await cache.resolve("sk_live_a");
     await cache.resolve("sk_live_b");
     expect(calls).toEqual(["sk_live_a"]);
@@ -60,10 +63,66 @@ describe("the keys-rotated handler", () => {
 
   it("evicts everything when the message cannot be decoded", async () => {
     const { cache, calls } = await warmCache();
-    evictOnKeysRotated(cache, logger)({ data: new Uint8Array([0xff, 0xff, 0xff]) });
+    evictOnCredentialEvents(
+      cache,
+      logger,
+    )({
+      subject: partnersEvents.productKeysRotated.subject,
+      data: new Uint8Array([0xff, 0xff, 0xff]),
+    });
     await cache.resolve("sk_live_a");
     await cache.resolve("sk_live_b");
     expect(calls).toEqual(["sk_live_a", "sk_live_b"]);
+  });
+});
+
+describe("affiliate token evictions", () => {
+  it("tokens_revoked and status_changed evict the partnership's tokens; other subjects nothing", async () => {
+    const calls: string[] = [];
+    const owners: Record<string, string> = { apt_a: "ptn_a", apt_b: "ptn_b" };
+    const cache = new KeyCache({
+      resolve: async (token) => {
+        calls.push(token);
+        const partnershipId = owners[token] ?? "";
+        return { kind: "affiliate", productId: "prd_a", partnershipId, expiresAt: new Date(Date.now() + 60_000) };
+      },
+      ttlMs: 60_000,
+    });
+    cache.setTrusted(true);
+    const warm = async () => {
+      await cache.resolve("apt_a");
+      await cache.resolve("apt_b");
+    };
+    await warm();
+    const handle = evictOnCredentialEvents(cache, logger);
+    const { partnershipTokensRevoked, partnershipStatusChanged, partnershipCreated } = partnersEvents;
+    handle({
+      subject: partnershipCreated.subject,
+      data: toBinary(
+        partnershipCreated.schema,
+        create(partnershipCreated.schema, { id: "evt_0", partnership: { id: "ptn_a" } }),
+      ),
+    });
+    await warm();
+    expect(calls).toEqual(["apt_a", "apt_b"]);
+    handle({
+      subject: partnershipTokensRevoked.subject,
+      data: toBinary(
+        partnershipTokensRevoked.schema,
+        create(partnershipTokensRevoked.schema, { id: "evt_1", productId: "prd_a", partnershipId: "ptn_a" }),
+      ),
+    });
+    await warm();
+    expect(calls).toEqual(["apt_a", "apt_b", "apt_a"]);
+    handle({
+      subject: partnershipStatusChanged.subject,
+      data: toBinary(
+        partnershipStatusChanged.schema,
+        create(partnershipStatusChanged.schema, { id: "evt_2", partnership: { id: "ptn_b", productId: "prd_a" } }),
+      ),
+    });
+    await warm();
+    expect(calls).toEqual(["apt_a", "apt_b", "apt_a", "apt_b"]);
   });
 });
 

@@ -99,9 +99,33 @@ export interface paths {
         head?: never;
         /**
          * Change a partnership's status and/or its commission override
-         * @description Status: pending -> active or rejected; active -> removed; rejected -> active; removed -> active. Anything else is 400. `commission_override` replaces the partnership's own commission terms (fields left out inherit the program's; `null` removes it); it applies to payments recorded afterwards. Both given: both apply, or neither does.
+         * @description Status: pending -> active or rejected; active -> removed; rejected -> active; removed -> active. Anything else is 400. `commission_override` replaces the partnership's own commission terms (fields left out inherit the program's; `null` removes it); it applies to payments recorded afterwards. `external_id` sets your own id for the affiliate (a taken one is 409; `null` removes it). Several given: all apply, or none does. Leaving active revokes the affiliate's tokens for good.
          */
         patch: operations["updateAffiliateStatus"];
+        trace?: never;
+    };
+    "/api/v1/affiliates/{id}/tokens": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Mint a token for the affiliate's own dashboard
+         * @description A bearer token (apt_…) that reads this partnership's own data through the affiliate API (/affiliate/v1) and the portal (/portal#token=…), from any origin. Active partnerships only. It dies at expires_at, on DELETE /api/v1/affiliates/{id}/tokens, and when the partnership stops being active (for good: a return to active brings it back to no token). Shown only here; stored as a hash.
+         */
+        post: operations["mintAffiliateToken"];
+        /**
+         * Revoke every token of the affiliate
+         * @description Every gateway refuses the revoked tokens within 2 seconds.
+         */
+        delete: operations["revokeAffiliateTokens"];
+        options?: never;
+        head?: never;
+        patch?: never;
         trace?: never;
     };
     "/api/v1/commissions": {
@@ -582,6 +606,160 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/affiliate/v1/me": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The affiliate's partnership, link and terms */
+        get: operations["getAffiliateMe"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/affiliate/v1/stats": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The affiliate's figures, against the previous period, with a daily series
+         * @description The figures of GET /api/v1/stats for this partnership alone: windows end with the current UTC hour (their edges are whole hours), `previous_period` is the window of equal length before, `timeseries` one point per UTC date of the period. Read from rollups: the cost does not grow with the number of events.
+         */
+        get: operations["getAffiliateStats"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/affiliate/v1/commissions": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The affiliate's commissions, newest first
+         * @description Customers' emails are masked (j***@example.com).
+         */
+        get: operations["listAffiliateCommissions"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/affiliate/v1/commissions/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * One of the affiliate's commissions
+         * @description Only the token's own partnership: another partnership's id is 404, as a missing one.
+         */
+        get: operations["getAffiliateCommission"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/affiliate/v1/payouts": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The affiliate's payouts, newest first */
+        get: operations["listAffiliatePayouts"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/affiliate/v1/payouts/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * One of the affiliate's payouts, line by line
+         * @description Its lines (commissions, then adjustments: each clawback of a refunded commission that was already paid, with the refund's reason) sum exactly to amount_cents. Only the token's own partnership: another partnership's id is 404, as a missing one.
+         */
+        get: operations["getAffiliatePayout"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/affiliate/v1/login": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Email a one-time sign-in link
+         * @description Always 202, in the same time whether or not the email belongs to an affiliate (nothing tells who is in the program). When it belongs to an active affiliate of the product, an email carries a link to `/portal#code=…`, valid 15 minutes, once; at most one such email per affiliate per minute.
+         */
+        post: operations["requestAffiliateLogin"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/affiliate/v1/login/exchange": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Trade a sign-in code for a token
+         * @description The code of a sign-in link works once; the token lives 24 hours.
+         */
+        post: operations["exchangeAffiliateLoginCode"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/integrations/stripe/{connection_id}": {
         parameters: {
             query?: never;
@@ -935,6 +1113,11 @@ export interface components {
             /** @description Referral code of an active affiliate of this program who recruited this one; that affiliate earns level-2 commissions. */
             sponsorReferralCode?: string;
             /**
+             * @description Your own id for this affiliate (e.g. your user id), 1-128 characters, unique within the program: a taken one is 409.
+             * @example user_4821
+             */
+            externalId?: string;
+            /**
              * @description Send a welcome email.
              * @default true
              */
@@ -959,6 +1142,8 @@ export interface components {
             status?: "active" | "rejected" | "removed";
             /** @description Replaces the partnership's override as a whole; `null` removes it (the program's settings apply again); `{}` is the same as `null`. Applies to payments recorded afterwards. */
             commission_override?: components["schemas"]["CommissionOverride"] | null;
+            /** @description Your own id for this affiliate, unique within the program (a taken one is 409); `null` removes it. */
+            external_id?: string | null;
         };
         /** @description Fields given override the program's settings for this partnership; fields left out inherit them. An override with `commission_type: "flat"` carries its own `commission_flat_cents` (1 or more). Errors are reported under `commission_override`, each message naming its field. */
         CommissionOverride: {
@@ -977,6 +1162,14 @@ export interface components {
             max_commission_months?: number | null;
             /** @description 1-1000 payments per customer, or null for no limit whatever the program's. */
             max_commission_payments?: number | null;
+        };
+        /** @default {} */
+        MintAffiliateTokenRequest: {
+            /**
+             * @description How long the token works, 60-86400 seconds (default 3600).
+             * @default 3600
+             */
+            ttl_seconds?: number;
         };
         /**
          * @description pending (in its hold period), approved (ready for a payout), paid, rejected (voided by the merchant), refunded.
@@ -1156,6 +1349,19 @@ export interface components {
              */
             since?: string;
         };
+        AffiliateLoginRequest: {
+            /** @description The program's product id (prd_…). */
+            product_id: string;
+            /**
+             * Format: email
+             * @description The affiliate's email.
+             */
+            email: string;
+        };
+        AffiliateLoginExchangeRequest: {
+            /** @description The code of the sign-in link (#code=…). */
+            code: string;
+        };
         Partnership: {
             /** @example ptn_01hzy3v9k4 */
             id: string;
@@ -1171,6 +1377,8 @@ export interface components {
                 email: string;
                 name: string;
             };
+            /** @description Your own id for this affiliate; null when none. */
+            external_id: string | null;
             /** @description The partnership's own commission terms; null when it follows the program's. */
             commission_override: components["schemas"]["CommissionOverride"] | null;
             /** @description All-time values. */
@@ -1424,6 +1632,8 @@ export interface components {
                 email: string;
                 name: string;
             };
+            /** @description Your own id for this affiliate; null when none. */
+            external_id: string | null;
             /** @description The partnership's own commission terms; null when it follows the program's. */
             commission_override: components["schemas"]["CommissionOverrideOutput"] | null;
             /** @description All-time values. */
@@ -1441,6 +1651,18 @@ export interface components {
                 /** Format: int64 */
                 approved_amount_cents: bigint;
             };
+        };
+        AffiliateToken: {
+            /**
+             * @description The bearer token (apt_…), shown only here: hand it to the affiliate's browser.
+             * @example apt_Xq3…
+             */
+            token: string;
+            /**
+             * Format: date-time
+             * @description When it stops working (ISO 8601 UTC).
+             */
+            expires_at: string;
         };
         CommissionPreview: {
             data: {
@@ -1652,6 +1874,11 @@ export interface components {
             status: "pending" | "succeeded" | "failed";
             attempts: number;
             last_status_code: number | null;
+            /**
+             * @description Why the last attempt got no answer (connection refused, timeout, refused address, TLS); null when it was answered or none was made.
+             * @example connect ECONNREFUSED 203.0.113.7:443
+             */
+            last_error: string | null;
             next_attempt_at: string | null;
             /** Format: date-time */
             created_at: string;
@@ -1671,6 +1898,11 @@ export interface components {
             /** @description Every attempt, oldest first. */
             attempts: components["schemas"]["DeliveryAttempt"][];
             last_status_code: number | null;
+            /**
+             * @description Why the last attempt got no answer (connection refused, timeout, refused address, TLS); null when it was answered or none was made.
+             * @example connect ECONNREFUSED 203.0.113.7:443
+             */
+            last_error: string | null;
             next_attempt_at: string | null;
             /** Format: date-time */
             created_at: string;
@@ -1685,6 +1917,10 @@ export interface components {
             /** @description null when no answer came within 15 s. */
             status_code: number | null;
             duration_ms: number;
+            /**
+             * @description Why no answer came; null when one came.
+             * @example timeout after 15 s
+             */
             error: string | null;
         };
         EraseCustomerResponse: {
@@ -1759,6 +1995,178 @@ export interface components {
             tracking_event_id: string | null;
             commission_ids: string[];
         };
+        AffiliateMe: {
+            partnership_id: string;
+            /**
+             * @description Always active: a token dies with the partnership's status.
+             * @constant
+             */
+            status: "active";
+            referral_code: string;
+            /** @description The program's link template with this code in it; null when the program set none. */
+            referral_link: string | null;
+            /** Format: date-time */
+            joined_at: string;
+            affiliate: {
+                name: string;
+                email: string;
+            };
+            program: {
+                name: string;
+                /** @description Every _cents value is in it. */
+                currency: string;
+                /** @description Days a commission is held before it can be paid. */
+                hold_days: number;
+                payout_minimum_cents: number;
+            };
+            rule: components["schemas"]["AffiliateRule"];
+        };
+        AffiliateRule: {
+            /**
+             * @description Whether these are the program's settings or terms the merchant set for this affiliate.
+             * @enum {string}
+             */
+            source: "program" | "partnership";
+            /** @enum {string} */
+            commission_type: "percent" | "flat";
+            /** @description Percent only: basis points. */
+            commission_rate_bps: number | null;
+            /** @description Flat only: cents per payment. */
+            commission_flat_cents: number | null;
+            /** @description What this affiliate earns on the payments of affiliates it recruited. */
+            tier2_rate_bps: number;
+            /** @description A customer's payments earn for this many months; null: for the customer's lifetime. */
+            max_commission_months: number | null;
+            /** @description A customer's first payments that earn; null: every payment. */
+            max_commission_payments: number | null;
+        };
+        AffiliateStats: {
+            /** @description The requested period, echoed. */
+            period: components["schemas"]["Period"];
+            /** @description Live clicks on this affiliate's code. */
+            clicks: number;
+            /** @description Live signups attributed to this affiliate. */
+            signups: number;
+            /** @description Live payments attributed to this affiliate. */
+            conversions: number;
+            /**
+             * Format: int64
+             * @description The amounts of those payments.
+             */
+            revenue_cents: bigint;
+            /**
+             * Format: int64
+             * @description Current amounts of this affiliate's commissions (both levels: its own payments, and its recruits' as a sponsor) from payments in the window, rejected excluded.
+             */
+            commissions_cents: bigint;
+            /** @description conversions / clicks; 0 when there are no clicks. */
+            conversion_rate: number;
+            /** @description The same metrics for the window of equal length just before this one. */
+            previous_period: {
+                /** @description Live clicks on this affiliate's code. */
+                clicks: number;
+                /** @description Live signups attributed to this affiliate. */
+                signups: number;
+                /** @description Live payments attributed to this affiliate. */
+                conversions: number;
+                /**
+                 * Format: int64
+                 * @description The amounts of those payments.
+                 */
+                revenue_cents: bigint;
+                /**
+                 * Format: int64
+                 * @description Current amounts of this affiliate's commissions (both levels: its own payments, and its recruits' as a sponsor) from payments in the window, rejected excluded.
+                 */
+                commissions_cents: bigint;
+            };
+            /** @description One point per UTC date of the period, oldest first, ending today; quiet days are zeros. */
+            timeseries: components["schemas"]["TimeseriesPoint"][];
+        };
+        AffiliateCommission: {
+            id: string;
+            status: components["schemas"]["CommissionStatus"];
+            /** @description 1: a payment this affiliate referred; 2: a recruit's. */
+            level: number;
+            /** @description Current value: reduced by partial refunds, 0 after a full one. */
+            amount_cents: number;
+            payment_amount_cents: number;
+            /** Format: date-time */
+            hold_until: string;
+            /** @description Why the merchant holds it beyond hold_until (e.g. a disputed payment); null when not held. */
+            hold_reason: string | null;
+            /** Format: date-time */
+            created_at: string;
+            payout_id: string | null;
+            rule: components["schemas"]["CommissionRuleOutput"] | null;
+            /** @description The reason the merchant gave when the payment was refunded; null when none. */
+            refund_reason: string | null;
+            /**
+             * @description The customer's email, masked (j***@example.com); null when none or erased.
+             * @example j***@example.com
+             */
+            customer: string | null;
+        };
+        AffiliatePayout: {
+            id: string;
+            status: components["schemas"]["PayoutStatus"];
+            /**
+             * Format: int64
+             * @description Net: the sum of its lines.
+             */
+            amount_cents: bigint;
+            /**
+             * Format: int64
+             * @description The sum of its adjustment lines: 0 or negative.
+             */
+            adjustment_cents: bigint;
+            commission_count: number;
+            /** Format: date-time */
+            created_at: string;
+            approved_at: string | null;
+            paid_at: string | null;
+        };
+        AffiliatePayoutDetail: {
+            id: string;
+            status: components["schemas"]["PayoutStatus"];
+            /**
+             * Format: int64
+             * @description Net: the sum of its lines.
+             */
+            amount_cents: bigint;
+            /**
+             * Format: int64
+             * @description The sum of its adjustment lines: 0 or negative.
+             */
+            adjustment_cents: bigint;
+            commission_count: number;
+            /** Format: date-time */
+            created_at: string;
+            approved_at: string | null;
+            paid_at: string | null;
+            /** @description What makes up amount_cents, commissions then adjustments, oldest first; the amounts sum exactly to amount_cents. */
+            lines: components["schemas"]["PayoutLine"][];
+        };
+        PayoutLine: {
+            /** @enum {string} */
+            kind: "commission" | "adjustment";
+            /** @description The commission's id, or the adjustment's. */
+            id: string;
+            /**
+             * Format: int64
+             * @description Negative for an adjustment.
+             */
+            amount_cents: bigint;
+            /** @example Refund of commission com_01j… (customer cancelled) */
+            description: string;
+        };
+        AffiliateLoginAccepted: {
+            data: {
+                /** @constant */
+                status: "accepted";
+                message: string;
+            };
+        };
         PartnershipOutput: {
             /** @example ptn_01hzy3v9k4 */
             id: string;
@@ -1774,6 +2182,8 @@ export interface components {
                 email: string;
                 name: string;
             };
+            /** @description Your own id for this affiliate; null when none. */
+            external_id: string | null;
             /** @description The partnership's own commission terms; null when it follows the program's. */
             commission_override: components["schemas"]["CommissionOverrideOutput"] | null;
             /** @description All-time values. */
@@ -1917,6 +2327,11 @@ export interface components {
             referralCode?: string;
             /** @description Referral code of an active affiliate of this program who recruited this one; that affiliate earns level-2 commissions. */
             sponsorReferralCode?: string;
+            /**
+             * @description Your own id for this affiliate (e.g. your user id), 1-128 characters, unique within the program: a taken one is 409.
+             * @example user_4821
+             */
+            externalId?: string;
         };
     };
     responses: never;
@@ -2145,6 +2560,8 @@ export interface operations {
             query?: {
                 /** @description Only partnerships in this status. */
                 status?: components["schemas"]["PartnershipStatus"];
+                /** @description Only the partnership with this external id (at most one). */
+                external_id?: string;
                 /** @description `next_cursor` of the previous page. */
                 cursor?: string;
                 /** @description Page size, 1-100. */
@@ -2693,6 +3110,15 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description The external_id is taken by another affiliate of the program */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description Request body over 1 MiB */
             413: {
                 headers: {
@@ -2704,6 +3130,216 @@ export interface operations {
             };
             /** @description Content type other than application/json */
             415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Rate limit exceeded for this key */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A service behind the gateway cannot be reached or could not apply the request in time; nothing was applied, retry later */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The outcome is unknown (the connection to a service was lost after the request left): repeat with the same Idempotency-Key, or read the resource, before retrying */
+            504: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    mintAffiliateToken: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Partnership id (ptn_…). */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": components["schemas"]["MintAffiliateTokenRequest"];
+            };
+        };
+        responses: {
+            /** @description The token */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["AffiliateToken"];
+                    };
+                };
+            };
+            /** @description The partnership is not active ({ error }), a bad ttl_seconds, or an unknown field */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ValidationError"] | components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing x-api-key header, invalid key format, or an invalid or revoked key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A test-mode key (sk_test_) was sent to the management API */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found in this product */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Request body over 1 MiB */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Content type other than application/json */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Rate limit exceeded for this key */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A service behind the gateway cannot be reached or could not apply the request in time; nothing was applied, retry later */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The outcome is unknown (the connection to a service was lost after the request left): repeat with the same Idempotency-Key, or read the resource, before retrying */
+            504: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    revokeAffiliateTokens: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Partnership id (ptn_…). */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description How many live tokens were revoked */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: {
+                            partnership_id: string;
+                            /** @description Tokens that were still live. */
+                            revoked_count: number;
+                        };
+                    };
+                };
+            };
+            /** @description Validation failed, or an unknown query parameter */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ValidationError"];
+                };
+            };
+            /** @description Missing x-api-key header, invalid key format, or an invalid or revoked key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A test-mode key (sk_test_) was sent to the management API */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found in this product */
+            404: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -5931,6 +6567,631 @@ export interface operations {
             /** @description The outcome is unknown (the connection to a service was lost after the request left): repeat with the same Idempotency-Key, or read the resource, before retrying */
             504: {
                 headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getAffiliateMe: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The partnership as its affiliate sees it */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["AffiliateMe"];
+                    };
+                };
+            };
+            /** @description Validation failed, or an unknown query parameter */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ValidationError"];
+                };
+            };
+            /** @description No bearer token, or one that is unknown, revoked, expired, or whose affiliate is no longer active */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Rate limit exceeded for this token */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A service behind the gateway cannot be reached or could not apply the request in time; nothing was applied, retry later */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The outcome is unknown (the connection to a service was lost after the request left): repeat with the same Idempotency-Key, or read the resource, before retrying */
+            504: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getAffiliateStats: {
+        parameters: {
+            query?: {
+                period?: components["schemas"]["Period"];
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The figures */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["AffiliateStats"];
+                    };
+                };
+            };
+            /** @description Invalid period; the error is nested under data: "Invalid period: must be 7d, 30d, 90d or 12m". An unknown query parameter is the validation envelope. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["NestedError"] | components["schemas"]["ValidationError"];
+                };
+            };
+            /** @description No bearer token, or one that is unknown, revoked, expired, or whose affiliate is no longer active */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Rate limit exceeded for this token */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A service behind the gateway cannot be reached or could not apply the request in time; nothing was applied, retry later */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The outcome is unknown (the connection to a service was lost after the request left): repeat with the same Idempotency-Key, or read the resource, before retrying */
+            504: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    listAffiliateCommissions: {
+        parameters: {
+            query?: {
+                /** @description Only commissions in this status. */
+                status?: components["schemas"]["CommissionStatus"];
+                /** @description `next_cursor` of the previous page. */
+                cursor?: string;
+                /** @description Page size, 1-100. */
+                limit?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description One page */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["AffiliateCommission"][];
+                        pagination: components["schemas"]["Pagination"];
+                    };
+                };
+            };
+            /** @description Bad status, limit outside 1-100, a cursor not issued, or an unknown query parameter */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ValidationError"];
+                };
+            };
+            /** @description No bearer token, or one that is unknown, revoked, expired, or whose affiliate is no longer active */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Rate limit exceeded for this token */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A service behind the gateway cannot be reached or could not apply the request in time; nothing was applied, retry later */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The outcome is unknown (the connection to a service was lost after the request left): repeat with the same Idempotency-Key, or read the resource, before retrying */
+            504: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getAffiliateCommission: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Commission id (com_…). */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The commission */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["AffiliateCommission"];
+                    };
+                };
+            };
+            /** @description Validation failed, or an unknown query parameter */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ValidationError"];
+                };
+            };
+            /** @description No bearer token, or one that is unknown, revoked, expired, or whose affiliate is no longer active */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found in this product */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Rate limit exceeded for this token */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A service behind the gateway cannot be reached or could not apply the request in time; nothing was applied, retry later */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The outcome is unknown (the connection to a service was lost after the request left): repeat with the same Idempotency-Key, or read the resource, before retrying */
+            504: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    listAffiliatePayouts: {
+        parameters: {
+            query?: {
+                /** @description Only payouts in this status. */
+                status?: components["schemas"]["PayoutStatus"];
+                /** @description `next_cursor` of the previous page. */
+                cursor?: string;
+                /** @description Page size, 1-100. */
+                limit?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description One page */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["AffiliatePayout"][];
+                        pagination: components["schemas"]["Pagination"];
+                    };
+                };
+            };
+            /** @description Bad status, limit outside 1-100, a cursor not issued, or an unknown query parameter */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ValidationError"];
+                };
+            };
+            /** @description No bearer token, or one that is unknown, revoked, expired, or whose affiliate is no longer active */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Rate limit exceeded for this token */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A service behind the gateway cannot be reached or could not apply the request in time; nothing was applied, retry later */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The outcome is unknown (the connection to a service was lost after the request left): repeat with the same Idempotency-Key, or read the resource, before retrying */
+            504: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getAffiliatePayout: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Payout id (po_…). */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The payout with its lines */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["AffiliatePayoutDetail"];
+                    };
+                };
+            };
+            /** @description Validation failed, or an unknown query parameter */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ValidationError"];
+                };
+            };
+            /** @description No bearer token, or one that is unknown, revoked, expired, or whose affiliate is no longer active */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found in this product */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Rate limit exceeded for this token */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A service behind the gateway cannot be reached or could not apply the request in time; nothing was applied, retry later */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The outcome is unknown (the connection to a service was lost after the request left): repeat with the same Idempotency-Key, or read the resource, before retrying */
+            504: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    requestAffiliateLogin: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["AffiliateLoginRequest"];
+            };
+        };
+        responses: {
+            /** @description Accepted, whatever the email */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AffiliateLoginAccepted"];
+                };
+            };
+            /** @description Validation failed, or the body is not valid JSON */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ValidationError"] | components["schemas"]["Error"];
+                };
+            };
+            /** @description Request body over 1 MiB */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Content type other than application/json */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too many requests from this address */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Partners cannot be reached; nothing was applied */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    exchangeAffiliateLoginCode: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["AffiliateLoginExchangeRequest"];
+            };
+        };
+        responses: {
+            /** @description The token */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["AffiliateToken"];
+                    };
+                };
+            };
+            /** @description Validation failed, or the body is not valid JSON */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ValidationError"] | components["schemas"]["Error"];
+                };
+            };
+            /** @description The code is unknown, used or expired */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Request body over 1 MiB */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Content type other than application/json */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too many requests from this address */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Partners cannot be reached; nothing was applied */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After": string;
                     [name: string]: unknown;
                 };
                 content: {

@@ -59,6 +59,14 @@ export const operationTable = {
     "paged": false,
     "int64": {}
   },
+  "exchangeAffiliateLoginCode": {
+    "method": "POST",
+    "path": "/affiliate/v1/login/exchange",
+    "credential": "none",
+    "idempotencyKey": false,
+    "paged": false,
+    "int64": {}
+  },
   "generatePayouts": {
     "method": "POST",
     "path": "/api/v1/payouts/generate",
@@ -91,6 +99,67 @@ export const operationTable = {
           "commissions": {
             "pending_amount_cents": true,
             "approved_amount_cents": true
+          }
+        }
+      }
+    }
+  },
+  "getAffiliateCommission": {
+    "method": "GET",
+    "path": "/affiliate/v1/commissions/{id}",
+    "credential": "bearer",
+    "idempotencyKey": false,
+    "paged": false,
+    "int64": {}
+  },
+  "getAffiliateMe": {
+    "method": "GET",
+    "path": "/affiliate/v1/me",
+    "credential": "bearer",
+    "idempotencyKey": false,
+    "paged": false,
+    "int64": {}
+  },
+  "getAffiliatePayout": {
+    "method": "GET",
+    "path": "/affiliate/v1/payouts/{id}",
+    "credential": "bearer",
+    "idempotencyKey": false,
+    "paged": false,
+    "int64": {
+      "200": {
+        "data": {
+          "amount_cents": true,
+          "adjustment_cents": true,
+          "lines": {
+            "[]": {
+              "amount_cents": true
+            }
+          }
+        }
+      }
+    }
+  },
+  "getAffiliateStats": {
+    "method": "GET",
+    "path": "/affiliate/v1/stats",
+    "credential": "bearer",
+    "idempotencyKey": false,
+    "paged": false,
+    "int64": {
+      "200": {
+        "data": {
+          "revenue_cents": true,
+          "commissions_cents": true,
+          "previous_period": {
+            "revenue_cents": true,
+            "commissions_cents": true
+          },
+          "timeseries": {
+            "[]": {
+              "revenue_cents": true,
+              "commissions_cents": true
+            }
           }
         }
       }
@@ -203,6 +272,31 @@ export const operationTable = {
     "paged": false,
     "int64": {}
   },
+  "listAffiliateCommissions": {
+    "method": "GET",
+    "path": "/affiliate/v1/commissions",
+    "credential": "bearer",
+    "idempotencyKey": false,
+    "paged": true,
+    "int64": {}
+  },
+  "listAffiliatePayouts": {
+    "method": "GET",
+    "path": "/affiliate/v1/payouts",
+    "credential": "bearer",
+    "idempotencyKey": false,
+    "paged": true,
+    "int64": {
+      "200": {
+        "data": {
+          "[]": {
+            "amount_cents": true,
+            "adjustment_cents": true
+          }
+        }
+      }
+    }
+  },
   "listAffiliates": {
     "method": "GET",
     "path": "/api/v1/affiliates",
@@ -273,6 +367,14 @@ export const operationTable = {
   "listWebhooks": {
     "method": "GET",
     "path": "/api/v1/webhooks",
+    "credential": "apiKey",
+    "idempotencyKey": false,
+    "paged": false,
+    "int64": {}
+  },
+  "mintAffiliateToken": {
+    "method": "POST",
+    "path": "/api/v1/affiliates/{id}/tokens",
     "credential": "apiKey",
     "idempotencyKey": false,
     "paged": false,
@@ -350,6 +452,14 @@ export const operationTable = {
       }
     }
   },
+  "requestAffiliateLogin": {
+    "method": "POST",
+    "path": "/affiliate/v1/login",
+    "credential": "none",
+    "idempotencyKey": false,
+    "paged": false,
+    "int64": {}
+  },
   "retryDelivery": {
     "method": "POST",
     "path": "/api/v1/webhooks/{id}/deliveries/{delivery_id}/retry",
@@ -361,6 +471,14 @@ export const operationTable = {
   "retryStripeEvent": {
     "method": "POST",
     "path": "/api/v1/integrations/stripe/events/{id}/retry",
+    "credential": "apiKey",
+    "idempotencyKey": false,
+    "paged": false,
+    "int64": {}
+  },
+  "revokeAffiliateTokens": {
+    "method": "DELETE",
+    "path": "/api/v1/affiliates/{id}/tokens",
     "credential": "apiKey",
     "idempotencyKey": false,
     "paged": false,
