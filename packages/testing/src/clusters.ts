@@ -303,7 +303,8 @@ export async function startPostgresCluster(): Promise<PostgresCluster> {
     await until("the standby streaming synchronously", 30_000, async () => {
       const sql = postgres(urlOf([first.port]), { max: 1, onnotice: () => {} });
       try {
-        const rows = await sql`select 1 from pg_stat_replication where application_name = 'standby' and sync_state = 'sync'`;
+        const rows =
+          await sql`select 1 from pg_stat_replication where application_name = 'standby' and sync_state = 'sync'`;
         return rows.length === 1 ? true : undefined;
       } finally {
         await sql.end();
