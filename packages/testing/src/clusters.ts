@@ -187,6 +187,11 @@ export interface PostgresCluster {
   killPrimary(): Promise<void>;
   /** Promotes the standby to primary, as an operator (CloudNativePG, Patroni) does. */
   promote(): Promise<void>;
+  /**
+   * Brings the killed former primary back as the new primary's synchronous standby (a fresh
+   * base backup, as an operator rebuilds a failed instance), so the cluster can fail over again.
+   */
+  rejoin(): Promise<void>;
   stop(): Promise<void>;
 }
 
@@ -228,8 +233,10 @@ export async function startPostgresCluster(): Promise<PostgresCluster> {
     { name: "primary", port: await freePort(), data: join(directory, "primary") },
     { name: "standby", port: await freePort(), data: join(directory, "standby") },
   ];
-  const [first, second] = servers as [(typeof servers)[0], (typeof servers)[0]];
+  type Server = (typeof servers)[0];
+  const [first, second] = servers as [Server, Server];
   let primary = first;
+  let standby = second;
   const settings = (port: number, extra: string[]) =>
     [
       `port = ${port}`,
@@ -246,10 +253,10 @@ export async function startPostgresCluster(): Promise<PostgresCluster> {
       ...extra,
       "",
     ].join("\n");
-  const serverLog = (server: (typeof servers)[0]) => join(directory, `${server.name}.log`);
-  const startServer = (server: (typeof servers)[0]) =>
+  const serverLog = (server: Server) => join(directory, `${server.name}.log`);
+  const startServer = (server: Server) =>
     asPostgres("pg_ctl", ["-D", server.data, "-l", serverLog(server), "-w", "-t", "60", "start"]);
-  const postmasterPid = (server: (typeof servers)[0]) => {
+  const postmasterPid = (server: Server) => {
     try {
       return Number(readFileSync(join(server.data, "postmaster.pid"), "utf8").split("\n")[0]);
     } catch {
@@ -258,6 +265,55 @@ export async function startPostgresCluster(): Promise<PostgresCluster> {
   };
   const urlOf = (ports: number[], database = "postgres", attributes = "") =>
     `postgres://postgres@${ports.map((port) => `127.0.0.1:${port}`).join(",")}/${database}${attributes}`;
+
+  /**
+   * Makes `server` a hot standby of `source` from a fresh base backup and waits until `source`
+   * counts it as its synchronous standby.
+   */
+  const attachStandby = async (server: Server, source: Server) => {
+    rmSync(server.data, { recursive: true, force: true });
+    await asPostgres("pg_basebackup", [
+      "-h",
+      "127.0.0.1",
+      "-p",
+      String(source.port),
+      "-U",
+      "postgres",
+      "-D",
+      server.data,
+      "-X",
+      "stream",
+      // Now, not after a checkpoint spread over minutes.
+      "--checkpoint=fast",
+      "--no-sync",
+    ]);
+    // Its own settings replace the primary's copied ones: no synchronous standby of its own, so
+    // once promoted it commits alone (as an operator reconfigures a primary left without one).
+    writeFileSync(
+      join(server.data, "postgresql.auto.conf"),
+      settings(server.port, [
+        "synchronous_standby_names = ''",
+        `primary_conninfo = 'host=127.0.0.1 port=${source.port} user=postgres application_name=standby'`,
+      ]),
+    );
+    writeFileSync(join(server.data, "standby.signal"), "");
+    ownedByPostgres(join(server.data, "postgresql.auto.conf"));
+    ownedByPostgres(join(server.data, "standby.signal"));
+    await startServer(server);
+    const sql = postgres(urlOf([source.port]), { max: 1, onnotice: () => {} });
+    try {
+      // A promoted primary commits alone until a standby is back; from now on, with it.
+      await sql`alter system set synchronous_standby_names = 'standby'`;
+      await sql`select pg_reload_conf()`;
+      await until("the standby streaming synchronously", 30_000, async () => {
+        const rows = await sql`
+          select 1 from pg_stat_replication where application_name = 'standby' and sync_state = 'sync'`;
+        return rows.length === 1 ? true : undefined;
+      });
+    } finally {
+      await sql.end();
+    }
+  };
 
   const stop = async () => {
     for (const server of servers) {
@@ -271,45 +327,10 @@ export async function startPostgresCluster(): Promise<PostgresCluster> {
     await asPostgres("initdb", ["-D", first.data, "-U", "postgres", "--auth=trust", "--no-sync"]);
     writeFileSync(
       join(first.data, "postgresql.auto.conf"),
-      settings(first.port, ["synchronous_standby_names = 'standby'", "synchronous_commit = on"]),
+      settings(first.port, ["synchronous_commit = on"]),
     );
     await startServer(first);
-    await asPostgres("pg_basebackup", [
-      "-h",
-      "127.0.0.1",
-      "-p",
-      String(first.port),
-      "-U",
-      "postgres",
-      "-D",
-      second.data,
-      "-X",
-      "stream",
-      "--no-sync",
-    ]);
-    // Its own settings replace the primary's copied ones: no synchronous standby of its own, so
-    // once promoted it commits alone (as an operator reconfigures a primary left without one).
-    writeFileSync(
-      join(second.data, "postgresql.auto.conf"),
-      settings(second.port, [
-        "synchronous_standby_names = ''",
-        `primary_conninfo = 'host=127.0.0.1 port=${first.port} user=postgres application_name=standby'`,
-      ]),
-    );
-    writeFileSync(join(second.data, "standby.signal"), "");
-    ownedByPostgres(join(second.data, "postgresql.auto.conf"));
-    ownedByPostgres(join(second.data, "standby.signal"));
-    await startServer(second);
-    await until("the standby streaming synchronously", 30_000, async () => {
-      const sql = postgres(urlOf([first.port]), { max: 1, onnotice: () => {} });
-      try {
-        const rows =
-          await sql`select 1 from pg_stat_replication where application_name = 'standby' and sync_state = 'sync'`;
-        return rows.length === 1 ? true : undefined;
-      } finally {
-        await sql.end();
-      }
-    });
+    await attachStandby(second, first);
   } catch (error) {
     const logs = servers.map((server) => {
       try {
@@ -339,8 +360,11 @@ export async function startPostgresCluster(): Promise<PostgresCluster> {
       if (pid) await killServer(pid);
     },
     async promote() {
-      await asPostgres("pg_ctl", ["-D", second.data, "-w", "-t", "60", "promote"]);
-      primary = second;
+      await asPostgres("pg_ctl", ["-D", standby.data, "-w", "-t", "60", "promote"]);
+      [primary, standby] = [standby, primary];
+    },
+    async rejoin() {
+      await attachStandby(standby, primary);
     },
     stop,
   };
