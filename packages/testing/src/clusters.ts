@@ -325,10 +325,7 @@ export async function startPostgresCluster(): Promise<PostgresCluster> {
 
   try {
     await asPostgres("initdb", ["-D", first.data, "-U", "postgres", "--auth=trust", "--no-sync"]);
-    writeFileSync(
-      join(first.data, "postgresql.auto.conf"),
-      settings(first.port, ["synchronous_commit = on"]),
-    );
+    writeFileSync(join(first.data, "postgresql.auto.conf"), settings(first.port, ["synchronous_commit = on"]));
     await startServer(first);
     await attachStandby(second, first);
   } catch (error) {

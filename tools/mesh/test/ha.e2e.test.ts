@@ -84,7 +84,8 @@ beforeAll(async () => {
   key = (await createProduct(mesh, "Always On")).secret_key;
   const registered = await api("POST", "/api/v1/affiliates", { email: "ha@example.com", name: "Ada" });
   expect(registered.status).toBe(201);
-  referralCode = registered.json.partnership.referralCode;
+  referralCode = registered.json?.partnership?.referralCode ?? "";
+  expect(referralCode).not.toBe("");
   const hook = await api("POST", "/api/v1/webhooks", { url: receiver.url, events: ["commission.created"] });
   expect(hook.status).toBe(201);
 }, 240_000);
@@ -97,7 +98,7 @@ afterAll(async () => {
 
 interface Answer {
   status: number;
-  json: any;
+  json: { error?: string; partnership?: { referralCode?: string } } | undefined;
   retryAfter: string | null;
 }
 
