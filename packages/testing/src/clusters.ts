@@ -1,5 +1,5 @@
 import { type ChildProcess, execFile, spawn } from "node:child_process";
-import { chownSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { chownSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -369,19 +369,30 @@ export async function startPostgresCluster(): Promise<PostgresCluster> {
 
 /** kill -9 of a postmaster and its children (the backends), as when its machine dies. */
 async function killServer(postmaster: number): Promise<void> {
-  const { stdout } = await run("pgrep", ["-P", String(postmaster)]).catch(() => ({ stdout: "" }));
-  const children = stdout.split("\n").filter(Boolean).map(Number);
-  try {
-    process.kill(postmaster, "SIGKILL");
-  } catch {
-    // already gone
-  }
-  for (const child of children) {
+  const children = childrenOf(postmaster);
+  for (const pid of [postmaster, ...children]) {
     try {
-      process.kill(child, "SIGKILL");
+      process.kill(pid, "SIGKILL");
     } catch {
       // already gone
     }
   }
   for (const pid of [postmaster, ...children]) while (alive(pid)) await sleep(20);
+}
+
+/** The processes whose parent is `parent`, read from /proc (no process to spawn: the kill is at once). */
+function childrenOf(parent: number): number[] {
+  const children: number[] = [];
+  for (const entry of readdirSync("/proc")) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      // "pid (comm) state ppid …": the command may hold spaces, so read after its closing parenthesis.
+      const stat = readFileSync(`/proc/${entry}/stat`, "utf8");
+      const ppid = Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[1]);
+      if (ppid === parent) children.push(Number(entry));
+    } catch {
+      // gone meanwhile
+    }
+  }
+  return children;
 }
