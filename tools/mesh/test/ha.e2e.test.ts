@@ -292,6 +292,9 @@ async function pipelineState() {
   return { ...outbox, deliveries, recent: mesh.recentOutput().slice(-15) };
 }
 
+/** What the supervisor reported of services that exited (and were restarted): none may. */
+const exits = () => mesh.recentOutput().filter((line) => / exited \(/.test(line));
+
 /** Every commission created so far reaches the receiver under one webhook-id, and no other. */
 async function expectWebhooksExactlyOnce(): Promise<{ arrivals: number; commissions: number }> {
   const [row] = await db<{ commissions: number }[]>`select count(*)::int as commissions from ledger.commissions`;
@@ -362,6 +365,7 @@ describe("high availability under load", () => {
 
     const result = await judge(calls, faultAt);
     const webhooks = await expectWebhooksExactlyOnce();
+    expect(exits(), "the mesh serves again without a restart").toEqual([]);
     figures.nats = { ...result, rotatedKeyRefusedAfterMs: refusedAfterMs, webhooks };
     console.log(`ha figures, NATS node lost: ${JSON.stringify(figures.nats)}`);
   }, 150_000);
@@ -384,6 +388,7 @@ describe("high availability under load", () => {
     const result = await judge(calls, faultAt);
     expect(result.servingAgainMs).toBeLessThan(15_000);
     const webhooks = await expectWebhooksExactlyOnce();
+    expect(exits(), "the mesh serves again without a restart").toEqual([]);
     figures.postgres = { ...result, killedMs, promotedMs, webhooks };
     console.log(`ha figures, Postgres failover: ${JSON.stringify(figures.postgres)}`);
   }, 150_000);
@@ -410,6 +415,7 @@ describe("high availability under load", () => {
     const result = await judge(calls, faultAt);
     expect(result.servingAgainMs).toBeLessThan(15_000);
     const webhooks = await expectWebhooksExactlyOnce();
+    expect(exits(), "the mesh serves again without a restart").toEqual([]);
     figures.both = { ...result, killedMs, promotedMs, webhooks };
     console.log(`ha figures, both at once: ${JSON.stringify(figures.both)}`);
   }, 150_000);
