@@ -21,6 +21,7 @@ import { maxBodyDepth, nestsDeeperThan } from "./json-depth.js";
 import { type OpenApiDocument, openApiDocument } from "./openapi.js";
 import { partnersDirectory } from "./partners-directory.js";
 import { opsRoutes, type ReadinessReport } from "./routes/ops.js";
+import { loadPortalFiles, type PortalFiles, portalRoutes } from "./routes/portal.js";
 import { stripeReceiverRoutes } from "./routes/stripe-receiver.js";
 import { trackingRoutes } from "./routes/tracking.js";
 import { affiliatesRoutes } from "./routes/v1/affiliates.js";
@@ -56,6 +57,8 @@ export interface GatewayDeps {
   keyCache: KeyCache;
   /** Where partnership figures come from: the ledger's, unless a test gives another. */
   stats?: PartnershipStatsSource;
+  /** The affiliate portal's files: @affiliate/portal's build, unless a test gives others. */
+  portal?: PortalFiles;
 }
 
 export const maxBodyBytes = 1024 * 1024;
@@ -204,6 +207,9 @@ export function buildServer(deps: GatewayDeps): FastifyInstance {
 
   // Stripe's deliveries: no key (the signature is checked by integrations), the body as raw bytes.
   app.register(stripeReceiverRoutes, { integrations: deps.integrations });
+
+  // The affiliate portal's page and assets (contract section 14): no key, its own CSP.
+  app.register(portalRoutes, { files: deps.portal ?? loadPortalFiles() });
 
   // Last: the document describes every route registered before it (and these three).
   let document: OpenApiDocument | undefined;
