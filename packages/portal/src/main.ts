@@ -59,3 +59,7 @@ async function start() {
 }
 
 void start();
+// A sign-in link opened in a tab that already shows the portal changes only the fragment.
+window.addEventListener("hashchange", () => {
+  if (/(^|[#&])(token|code|product)=/.test(location.hash)) void start();
+});
