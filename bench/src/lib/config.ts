@@ -34,7 +34,7 @@ export interface BenchConfig {
   webhookDeliveries: number;
   /** J: payments per second offered for the commit-to-first-attempt latency, for BENCH_DURATION_S. */
   webhookRate: number;
-  /** R: partnerships of the read product, and the events spread over them and the last 12 months. */
+  /** R: partnerships of the read product, and the events spread over them and the last 12 months (plus `eventsToday`). */
   readPartnerships: number;
   readEvents: number;
   /** R: which cases run (all by default); one case alone is for profiling a read. */

@@ -1,5 +1,5 @@
 import { loadavg } from "node:os";
-import { compactDailyRollups } from "@affiliate/ledger/dist/domain/compact-rollups.js";
+import { compactDailyRollups, compactHourlyRollups } from "@affiliate/ledger/dist/domain/compact-rollups.js";
 import { createSql } from "@affiliate/platform";
 import { compareWithInsertReference } from "../lib/child-server.js";
 import { type BenchContext, gatewayHasRoute } from "../lib/context.js";
@@ -55,21 +55,25 @@ export async function readsVsInsert(ctx: BenchContext): Promise<ReadsVsInsertRes
 
   const started = performance.now();
   const partnerships = await seedPartnerships(sql, product.productId, config.readPartnerships, "reads");
-  const totals = await seedEvents(sql, product.productId, partnerships, config.readEvents);
+  // Plus F's busy day (BENCH_EVENTS_TODAY since midnight): today's events are what stats once scanned.
+  const totals = await seedEvents(sql, product.productId, partnerships, config.readEvents, {
+    today: config.eventsToday,
+  });
   const ledgerSql = createSql(ctx.databaseUrl, { schema: "ledger", applicationName: "bench-compaction", max: 1 });
   try {
     await compactDailyRollups(ledgerSql, new Date());
+    await compactHourlyRollups(ledgerSql, new Date());
   } finally {
     await ledgerSql.end();
   }
   // As F does: a long-lived database has had its bulk-load leftovers vacuumed and checkpointed.
-  for (const table of ["tracking_events", "commissions", "daily_rollups", "partnership_rollups"]) {
+  for (const table of ["tracking_events", "commissions", "daily_rollups", "hourly_rollups", "partnership_rollups"]) {
     await sql.unsafe(`vacuum (analyze) ledger.${table}`);
   }
   await sql`checkpoint`;
   const seedSeconds = (performance.now() - started) / 1000;
   console.log(
-    `  seeded ${fmt(config.readPartnerships)} partnerships and ${fmt(config.readEvents)} events in ${seedSeconds.toFixed(1)} s`,
+    `  seeded ${fmt(config.readPartnerships)} partnerships and ${fmt(config.readEvents)} events (+${fmt(config.eventsToday)} today) in ${seedSeconds.toFixed(1)} s`,
   );
   const summary = await gateway.json<{ data: { clicks: number } }>(paths.stats, { headers });
   const apiClicks = summary.data.clicks;

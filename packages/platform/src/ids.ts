@@ -10,6 +10,8 @@ export type IdPrefix =
   | "evt"
   | "wh"
   | "adj"
+  /** An affiliate's sign-in by email (partners). */
+  | "lgn"
   | "key"
   | "rfd"
   | "dlv"

@@ -9,11 +9,13 @@ import {
   CommissionRejectedSchema,
 } from "./gen/affiliate/ledger/v1/events_pb.js";
 import {
+  AffiliateLoginRequestedSchema,
   PartnershipCommissionOverrideChangedSchema,
   PartnershipCreatedSchema,
   PartnershipReactivatedSchema,
   PartnershipRemovedSchema,
   PartnershipStatusChangedSchema,
+  PartnershipTokensRevokedSchema,
   ProductKeysRotatedSchema,
   ProgramUpdatedSchema,
 } from "./gen/affiliate/partners/v1/events_pb.js";
@@ -49,6 +51,8 @@ export const partnersEvents = {
     "partners.partnership.commission_override_changed",
     PartnershipCommissionOverrideChangedSchema,
   ),
+  partnershipTokensRevoked: domainEvent("partners.partnership.tokens_revoked", PartnershipTokensRevokedSchema),
+  affiliateLoginRequested: domainEvent("partners.affiliate.login_requested", AffiliateLoginRequestedSchema),
   productKeysRotated: domainEvent("partners.product.keys_rotated", ProductKeysRotatedSchema),
   programUpdated: domainEvent("partners.program.updated", ProgramUpdatedSchema),
 } as const;

@@ -1,5 +1,6 @@
 // The proto -> public JSON mappers, one file per resource under mappers/ as the schemas are
 // under schemas/. This module keeps the package's `@affiliate/rest-shapes/mappers` entry point.
+export * from "./mappers/affiliate-api.js";
 export * from "./mappers/affiliates.js";
 export * from "./mappers/commissions.js";
 export { ContractViolation, toPage } from "./mappers/common.js";

@@ -57,6 +57,11 @@ export function openApiDocument(catalog: RouteCatalog): OpenApiDocument {
         { name: "Program", description: "The program's settings" },
         { name: "Webhooks", description: "Signed event notifications to the merchant's endpoints" },
         { name: "Customers", description: "Erasure of an end-customer's personal data, and its receipts" },
+        {
+          name: "Affiliate API",
+          description:
+            "An affiliate's own program, read with a token the merchant mints for one partnership (POST /api/v1/affiliates/{id}/tokens) or that an emailed sign-in link buys. Any origin may call it (CORS, no cookies); every answer is that partnership's alone, and another partnership's ids are 404.",
+        },
         { name: "Operations", description: "Probes and documentation; no key needed" },
       ],
       components: {
@@ -67,6 +72,12 @@ export function openApiDocument(catalog: RouteCatalog): OpenApiDocument {
             name: "x-api-key",
             description:
               "The product's secret key (sk_live_…); POST /events also takes the test key (sk_test_…) for sandbox mode.",
+          },
+          affiliateToken: {
+            type: "http",
+            scheme: "bearer",
+            description:
+              "An affiliate token (apt_…) in `Authorization: Bearer apt_…`: reads one active partnership's own data. It dies at expiry, on revocation and when the partnership stops being active.",
           },
         },
         // Bulk entries are validated one by one, so the bulk body references this schema by name.

@@ -10,8 +10,14 @@ import type { PrivacyService } from "@affiliate/proto/privacy";
 import type { Client } from "@connectrpc/connect";
 import rateLimit from "@fastify/rate-limit";
 import { trace } from "@opentelemetry/api";
-import fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyRequest, LogController } from "fastify";
-import { authenticate, type KeyPolicy } from "./auth/authenticate.js";
+import fastify, {
+  type FastifyBaseLogger,
+  type FastifyInstance,
+  type FastifyReply,
+  type FastifyRequest,
+  LogController,
+} from "fastify";
+import { authenticate, authenticateAffiliate, bearerTokenOf, type KeyPolicy } from "./auth/authenticate.js";
 import { hashKey, type KeyCache } from "./auth/key-cache.js";
 import type { GatewayConfig } from "./config.js";
 import { errorHandler, HttpError, RateLimitedError } from "./errors.js";
@@ -20,6 +26,8 @@ import { RouteCatalog } from "./http/route-catalog.js";
 import { maxBodyDepth, nestsDeeperThan } from "./json-depth.js";
 import { type OpenApiDocument, openApiDocument } from "./openapi.js";
 import { partnersDirectory } from "./partners-directory.js";
+import { affiliateApiRoutes } from "./routes/affiliate-api.js";
+import { affiliateLoginRoutes } from "./routes/affiliate-login.js";
 import { opsRoutes, type ReadinessReport } from "./routes/ops.js";
 import { loadPortalFiles, type PortalFiles, portalRoutes } from "./routes/portal.js";
 import { stripeReceiverRoutes } from "./routes/stripe-receiver.js";
@@ -71,10 +79,50 @@ function requestIdOf(request: IncomingMessage): string {
   return typeof given === "string" && requestIdPattern.test(given) ? given : randomUUID();
 }
 
-/** Per key when one is sent (hashed: raw keys are never kept), per client address otherwise. */
+/**
+ * Per credential when one is sent (an API key, or an affiliate token: hashed, raw credentials
+ * are never kept), per client address otherwise.
+ */
 function rateLimitKey(request: FastifyRequest): string {
   const apiKey = request.headers["x-api-key"];
-  return typeof apiKey === "string" && apiKey !== "" ? `key:${hashKey(apiKey)}` : `ip:${request.ip}`;
+  if (typeof apiKey === "string" && apiKey !== "") return `key:${hashKey(apiKey)}`;
+  const token = bearerTokenOf(request);
+  return token !== undefined ? `token:${hashKey(token)}` : clientAddressKey(request);
+}
+
+/** Per client address, whatever the request carries: for routes a credential does not guard. */
+const clientAddressKey = (request: FastifyRequest) => `ip:${request.ip}`;
+
+/** The affiliate API's prefix: any origin may call it (contract section 14). */
+export const affiliateApiPrefix = "/affiliate/v1";
+
+/**
+ * CORS for the affiliate API (contract section 14): any origin, no cookies (so no
+ * Allow-Credentials, and `*` is allowed), on every answer, errors included, so a browser can
+ * read a 401. A preflight is answered here for any of its paths, before routing: it carries no
+ * token, and no route declares OPTIONS.
+ */
+async function affiliateCors(request: FastifyRequest, reply: FastifyReply): Promise<void> {
+  const path = request.url.split("?", 1)[0] ?? "";
+  if (path !== affiliateApiPrefix && !path.startsWith(`${affiliateApiPrefix}/`)) return;
+  reply.header("access-control-allow-origin", "*");
+  reply.header("access-control-expose-headers", "x-request-id, retry-after");
+  if (request.method === "OPTIONS") {
+    reply.header("access-control-allow-methods", "GET, POST");
+    reply.header("access-control-allow-headers", "authorization, content-type");
+    reply.header("access-control-max-age", "600");
+    await reply.code(204).send();
+  }
+}
+
+/** Requests per minute per `keyOf(request)` for every route registered in `scope` afterwards. */
+async function rateLimited(scope: FastifyInstance, max: number, keyOf: (request: FastifyRequest) => string) {
+  await scope.register(rateLimit, {
+    max,
+    timeWindow: 60_000,
+    keyGenerator: keyOf,
+    errorResponseBuilder: (_request, context) => new RateLimitedError(Math.max(1, Math.ceil(context.ttl / 1000))),
+  });
 }
 
 /**
@@ -87,14 +135,9 @@ async function guard(scope: FastifyInstance, keyCache: KeyCache, policy: KeyPoli
   if (limit instanceof EventBudget) {
     scope.addHook("onRequest", async (request) => limit.spend(rateLimitKey(request), 1));
   } else {
-    await scope.register(rateLimit, {
-      max: limit,
-      timeWindow: 60_000,
-      keyGenerator: rateLimitKey,
-      errorResponseBuilder: (_request, context) => new RateLimitedError(Math.max(1, Math.ceil(context.ttl / 1000))),
-    });
+    await rateLimited(scope, limit, rateLimitKey);
   }
-  const auth = authenticate(keyCache, policy);
+  const auth = policy === "affiliate" ? authenticateAffiliate(keyCache) : authenticate(keyCache, policy);
   scope.addHook("preParsing", async (request) => {
     await auth(request);
   });
@@ -142,6 +185,7 @@ export function buildServer(deps: GatewayDeps): FastifyInstance {
     reply.header("x-request-id", request.id);
     trace.getActiveSpan()?.setAttribute("http.request_id", request.id);
   });
+  app.addHook("onRequest", affiliateCors);
   app.addHook("preValidation", async (request) => {
     // A body kept as bytes (the Stripe receiver's) has no depth to check.
     if (!Buffer.isBuffer(request.body) && nestsDeeperThan(request.body, maxBodyDepth)) {
@@ -203,6 +247,21 @@ export function buildServer(deps: GatewayDeps): FastifyInstance {
       await v1.register(integrationsRoutes, { integrations: deps.integrations });
     },
     { prefix: "/api/v1" },
+  );
+
+  // The affiliate API: an affiliate token, its own per-token budget; sign-in per client address.
+  app.register(
+    async (affiliate) => {
+      await affiliate.register(async (api) => {
+        await guard(api, deps.keyCache, "affiliate", deps.config.RATE_LIMIT_PER_MINUTE);
+        await api.register(affiliateApiRoutes, { partners, ledger, payouts });
+      });
+      await affiliate.register(async (login) => {
+        await rateLimited(login, deps.config.RATE_LIMIT_PER_MINUTE, clientAddressKey);
+        await login.register(affiliateLoginRoutes, { partners });
+      });
+    },
+    { prefix: affiliateApiPrefix },
   );
 
   // Stripe's deliveries: no key (the signature is checked by integrations), the body as raw bytes.

@@ -261,6 +261,7 @@ describe("GET /api/v1/affiliates", () => {
       referral_code: seeded[2]?.referralCode,
       created_at: "2025-01-02T03:04:08.678Z",
       affiliate: { id: seeded[2]?.affiliate?.id, email: "c@example.com", name: "" },
+      external_id: null,
       commission_override: null,
       stats: { clicks: 10, conversions: 0, earned_cents: 0 },
     });

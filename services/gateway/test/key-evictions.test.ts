@@ -13,7 +13,7 @@ import { create, toBinary } from "@bufbuild/protobuf";
 import { Events, type Status } from "nats";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { KeyCache } from "../src/auth/key-cache.js";
-import { evictOnKeysRotated, startKeyEvictions } from "../src/auth/key-evictions.js";
+import { evictOnCredentialEvents, startKeyEvictions } from "../src/auth/key-evictions.js";
 import { createGateway } from "./support/harness.js";
 
 const logger = createLogger("gateway-test", "silent");
@@ -52,7 +52,10 @@ async function warmCache() {
 describe("the keys-rotated handler", () => {
   it("decodes ProductKeysRotated and evicts that product's keys only", async () => {
     const { cache, calls } = await warmCache();
-    evictOnKeysRotated(cache, logger)({ data: rotated("prd_a") });
+    evictOnCredentialEvents(
+      cache,
+      logger,
+    )({ subject: partnersEvents.productKeysRotated.subject, data: rotated("prd_a") });
     await cache.resolve("sk_live_a");
     await cache.resolve("sk_live_b");
     expect(calls).toEqual(["sk_live_a"]);
@@ -60,7 +63,13 @@ describe("the keys-rotated handler", () => {
 
   it("evicts everything when the message cannot be decoded", async () => {
     const { cache, calls } = await warmCache();
-    evictOnKeysRotated(cache, logger)({ data: new Uint8Array([0xff, 0xff, 0xff]) });
+    evictOnCredentialEvents(
+      cache,
+      logger,
+    )({
+      subject: partnersEvents.productKeysRotated.subject,
+      data: new Uint8Array([0xff, 0xff, 0xff]),
+    });
     await cache.resolve("sk_live_a");
     await cache.resolve("sk_live_b");
     expect(calls).toEqual(["sk_live_a", "sk_live_b"]);

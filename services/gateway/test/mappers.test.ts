@@ -59,6 +59,7 @@ describe("mappers", () => {
       referral_code: "CODE1",
       created_at: "2025-01-02T03:04:05.678Z",
       affiliate: { id: "aff_1", email: "a@example.com", name: "A" },
+      external_id: null,
       commission_override: null,
       stats: { clicks: 3, conversions: 2, earned_cents: 150n },
     });

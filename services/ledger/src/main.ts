@@ -16,8 +16,9 @@ import { loadLedgerConfig } from "./config.js";
 import { approveDueCommissions } from "./domain/approve-due-commissions.js";
 import { compactDailyRollups, compactHourlyRollups } from "./domain/compact-rollups.js";
 import { purgeExpiredKeys } from "./domain/idempotency.js";
+import { followPartnersEvents } from "./events/partners-follower.js";
 import { consumePayoutEvents } from "./events/payout-events.js";
-import { CachedPartnersDirectory, followPartnersEvents } from "./partners-directory.js";
+import { CachedPartnersDirectory } from "./rpc/partners-directory.js";
 import { routes, schema } from "./server.js";
 
 const config = loadLedgerConfig();

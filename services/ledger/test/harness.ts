@@ -7,7 +7,7 @@ import { createTestDatabase, type TestDatabase } from "@affiliate/testing";
 import type { MessageInitShape } from "@bufbuild/protobuf";
 import { timestampFromDate } from "@bufbuild/protobuf/wkt";
 import { type Client, ConnectError, createClient, createRouterTransport } from "@connectrpc/connect";
-import { CachedPartnersDirectory } from "../src/partners-directory.js";
+import { CachedPartnersDirectory } from "../src/rpc/partners-directory.js";
 import { migrationsDirectory, routes, schema } from "../src/server.js";
 
 export interface Harness {

@@ -10,7 +10,8 @@ import {
 import { create, toBinary } from "@bufbuild/protobuf";
 import type { Client } from "@connectrpc/connect";
 import { describe, expect, it } from "vitest";
-import { CachedPartnersDirectory, evictOnPartnersEvent } from "../src/partners-directory.js";
+import { evictOnPartnersEvent } from "../src/events/partners-follower.js";
+import { CachedPartnersDirectory } from "../src/rpc/partners-directory.js";
 
 /** Partners answering ResolveAttribution with whatever `answer` holds now, counting the calls. */
 function fakePartners(answer: { current: ResolveAttributionResponse }) {

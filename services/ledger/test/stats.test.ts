@@ -139,6 +139,66 @@ describe("time series", () => {
   });
 });
 
+describe("one partnership's stats (contract 14)", () => {
+  it("sum its own events and the commissions it earns, at either level, in the window and the one before", async () => {
+    const productId = await newProduct(h, { holdDays: 0 });
+    const sponsor = await newAffiliate(h, productId);
+    const aff = await newAffiliate(h, productId, { sponsorReferralCode: sponsor.code });
+    const other = await newAffiliate(h, productId);
+    for (const occurredAt of [at(0), at(day), at(8 * day)]) {
+      await track(h, { productId, type: EventType.CLICK, referralCode: aff.code, occurredAt });
+    }
+    await track(h, { productId, type: EventType.CLICK, referralCode: other.code, occurredAt: at(0) });
+    await track(h, { productId, type: EventType.SIGNUP, referralCode: aff.code, occurredAt: at(day) });
+    const pay = (referralCode: string, amountCents: bigint, occurredAt: Date) =>
+      track(h, { productId, type: EventType.PAYMENT, referralCode, amountCents, occurredAt });
+    await pay(aff.code, 10_000n, at(2 * day));
+    await pay(aff.code, 4000n, at(9 * day)); // previous window
+    await pay(other.code, 50_000n, at(day));
+    const rejected = await pay(aff.code, 6000n, at(day));
+    await h.ledger.updateCommission({
+      productId,
+      commissionId: rejected.event?.commissions[0]?.id ?? "",
+      action: CommissionAction.REJECT,
+    });
+
+    const of = async (partnershipId: string) => {
+      const stats = await h.ledger.getStats({ productId, period: Period.PERIOD_7D, partnershipId });
+      return {
+        current: metrics(stats.current as unknown as Record<string, bigint>),
+        previous: metrics(stats.previous as unknown as Record<string, bigint>),
+        rate: stats.conversionRate,
+      };
+    };
+    expect(await of(aff.id)).toEqual({
+      // The rejected payment still converted; its commission is excluded.
+      current: { clicks: 2n, signups: 1n, conversions: 2n, revenue: 16_000n, commissions: 2000n },
+      previous: { clicks: 1n, signups: 0n, conversions: 1n, revenue: 4000n, commissions: 800n },
+      rate: 1,
+    });
+    // The sponsor converted nothing itself; it earns level 2 on its recruit's payments.
+    expect((await of(sponsor.id)).current).toEqual({
+      clicks: 0n,
+      signups: 0n,
+      conversions: 0n,
+      revenue: 0n,
+      commissions: 500n,
+    });
+    const series = await h.ledger.getTimeseries({ productId, period: Period.PERIOD_7D, partnershipId: aff.id });
+    expect(series.clicks).toEqual([0n, 0n, 0n, 0n, 0n, 1n, 1n]);
+    expect(series.revenueCents).toEqual([0n, 0n, 0n, 0n, 10_000n, 6000n, 0n]);
+    expect(series.commissionsCents).toEqual([0n, 0n, 0n, 0n, 2000n, 0n, 0n]);
+
+    // Another product's view of the partnership: nothing.
+    const elsewhere = await h.ledger.getStats({
+      productId: await newProduct(h),
+      period: Period.PERIOD_7D,
+      partnershipId: aff.id,
+    });
+    expect(elsewhere.current?.clicks).toBe(0n);
+  });
+});
+
 describe("partnership stats", () => {
   it("batches all-time clicks, conversions, earnings and the commission breakdown", async () => {
     const productId = await newProduct(h, { holdDays: 10 });

@@ -9,6 +9,12 @@ export const configShape = {
   /** SMTP server for emails; unset: emails are recorded and logged by id, not sent. */
   SMTP_URL: z.string().url().optional(),
   MAIL_FROM: z.string().min(3).default("Affiliate program <no-reply@affiliate.local>"),
+  /**
+   * The affiliate portal's public address (e.g. https://affiliates.example.com/portal): welcome
+   * emails link to its sign-in, sign-in emails to `<PORTAL_URL>#code=…`. Unset: the welcome
+   * email has no link and the sign-in email gives the code to paste.
+   */
+  PORTAL_URL: z.string().url().optional(),
   /** Allows webhooks to private, loopback and link-local addresses (local development only). */
   WEBHOOK_ALLOW_PRIVATE: z
     .enum(["true", "false"])

@@ -38,6 +38,7 @@ const consumers = await startConsumers({
   logger,
   owners,
   clock,
+  emailSettings: { portalUrl: config.PORTAL_URL },
 });
 const mailer = config.SMTP_URL ? smtpMailer(config.SMTP_URL, config.MAIL_FROM) : undefined;
 const workers = startWorkers({

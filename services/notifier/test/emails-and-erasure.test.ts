@@ -1,6 +1,6 @@
 import { newId } from "@affiliate/platform";
 import { CommissionRefundedSchema, CommissionStatus } from "@affiliate/proto/ledger";
-import { PartnershipCreatedSchema } from "@affiliate/proto/partners";
+import { AffiliateLoginRequestedSchema, PartnershipCreatedSchema } from "@affiliate/proto/partners";
 import { create } from "@bufbuild/protobuf";
 import { timestampNow } from "@bufbuild/protobuf/wkt";
 import { SMTPServer } from "smtp-server";
@@ -20,6 +20,13 @@ let smtp: SMTPServer;
 let sink: Sink;
 const mails: Mail[] = [];
 const productId = newId("prd");
+const portalUrl = "https://affiliates.example.com/portal";
+
+/** The text of the emails recorded for a recipient. */
+const textsTo = async (recipient: string) =>
+  (await h.sql<{ textBody: string }[]>`select text_body from emails where recipient = ${recipient}`).map(
+    (row) => row.textBody,
+  );
 
 beforeAll(async () => {
   smtp = new SMTPServer({
@@ -38,7 +45,10 @@ beforeAll(async () => {
   });
   await new Promise<void>((resolve) => smtp.listen(0, "127.0.0.1", resolve));
   const port = (smtp.server.address() as { port: number }).port;
-  h = await startHarness({ mailer: smtpMailer(`smtp://127.0.0.1:${port}`, "Program <program@example.com>") });
+  h = await startHarness({
+    mailer: smtpMailer(`smtp://127.0.0.1:${port}`, "Program <program@example.com>"),
+    portalUrl,
+  });
   sink = await new Sink().start();
 });
 afterAll(async () => {
@@ -80,6 +90,8 @@ describe("emails through a real SMTP server", () => {
     await eventually(() => expect(to("new@example.com")).toHaveLength(1));
     expect(to("new@example.com")[0]?.raw).toContain(welcomed.referralCode);
     expect(to("new@example.com")[0]?.raw).toMatch(/text\/html/);
+    // PORTAL_URL is set: the welcome links to the portal's sign-in for this program.
+    expect((await textsTo("new@example.com"))[0]).toContain(`${portalUrl}#product=${productId}`);
     await h.handled("partners.partnership.created");
     await h.workers.emails.drain();
     expect(to("quiet@example.com")).toHaveLength(0);
@@ -109,6 +121,41 @@ describe("emails through a real SMTP server", () => {
     expect(raws).toHaveLength(2);
     expect(raws.some((raw) => raw.includes("com_void") && raw.includes("chargeback"))).toBe(true);
     expect(raws.some((raw) => raw.includes("com_paid") && raw.includes("downgrade"))).toBe(true);
+  });
+
+  it("sends a sign-in email with a one-time link to the portal; a spent sign-in sends nothing", async () => {
+    h.owners.logins.set("lgn_live", {
+      affiliate: { email: "signin@example.com", name: "Sig" },
+      codes: [],
+      spent: false,
+    });
+    h.owners.logins.set("lgn_spent", {
+      affiliate: { email: "late@example.com", name: "Late" },
+      codes: [],
+      spent: true,
+    });
+    for (const loginId of ["lgn_live", "lgn_spent"]) {
+      await h.publish(
+        "partners.affiliate.login_requested",
+        AffiliateLoginRequestedSchema,
+        create(AffiliateLoginRequestedSchema, {
+          id: newId("evt"),
+          occurredAt: timestampNow(),
+          productId,
+          partnershipId: "ptn_signin",
+          loginId,
+        }),
+      );
+    }
+    await eventually(() => expect(to("signin@example.com")).toHaveLength(1));
+    await h.handled("partners.affiliate.login_requested");
+    await h.workers.emails.drain();
+    const [text] = await textsTo("signin@example.com");
+    // The code partners issued last is the one sent.
+    const issued = h.owners.logins.get("lgn_live")?.codes ?? [];
+    expect(text).toContain(`${portalUrl}#code=${issued.at(-1)}`);
+    expect(to("late@example.com")).toHaveLength(0);
+    expect(await textsTo("late@example.com")).toEqual([]);
   });
 
   it("a redelivered event sends nothing twice", async () => {

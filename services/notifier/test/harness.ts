@@ -36,8 +36,19 @@ export const silentLogger = createLogger("notifier-test", "silent");
 export class FakeOwners implements Owners {
   readonly commissions = new Map<string, Commission>();
   readonly partnerships = new Map<string, Partnership>();
+  /** Sign-ins by id, each with the codes issued for it (the last one is live), or spent. */
+  readonly logins = new Map<string, { affiliate: { email: string; name: string }; codes: string[]; spent: boolean }>();
   /** How many times the owners were asked: an event nobody listens to asks nothing. */
   calls = 0;
+
+  async loginCode(_productId: string, loginId: string) {
+    this.calls += 1;
+    const login = this.logins.get(loginId);
+    if (!login || login.spent) return undefined;
+    const code = `code-${loginId}-${login.codes.length + 1}`;
+    login.codes.push(code);
+    return { code, expiresAt: new Date(Date.now() + 900_000), affiliate: login.affiliate, programName: "Acme" };
+  }
 
   addPartnership(productId: string, id: string, affiliate: { email: string; name: string }): Partnership {
     const partnership = create(PartnershipSchema, {
@@ -180,6 +191,8 @@ export async function startHarness(
   options: {
     mailer?: Mailer;
     attemptTimeoutMs?: number;
+    /** PORTAL_URL: what emails link to. */
+    portalUrl?: string;
     /** Where the index of listeners follows endpoint changes (default: the test database). */
     endpointFeedUrl?: string;
   } = {},
@@ -212,6 +225,7 @@ export async function startHarness(
     logger: silentLogger,
     owners,
     clock: clock.read,
+    emailSettings: { portalUrl: options.portalUrl },
   });
   const workers = startWorkers({
     sql,

@@ -145,6 +145,7 @@ export function partnershipToProto(partnership: Partnership): PartnershipProto {
     commissionOverride: partnership.commissionOverride
       ? commissionOverrideToProto(partnership.commissionOverride)
       : undefined,
+    externalId: partnership.externalId ?? "",
   });
 }
 

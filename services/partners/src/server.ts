@@ -16,7 +16,7 @@ export const migrationsDirectory = join(dirname(fileURLToPath(import.meta.url)),
  * Registers the service's RPCs on a router (its own, and the erasure-owner contract the privacy
  * service calls for ScrubProfile); used by main.ts and by tests' in-memory transports.
  */
-export function routes(deps: { sql: Sql; pageTokens: PageTokens }) {
+export function routes(deps: { sql: Sql; pageTokens: PageTokens; loginAnswerFloorMs?: number }) {
   return (router: ConnectRouter) => {
     router.service(PartnersService, createPartnersService(deps));
     router.service(PartnersAdminService, createAdminService(deps));

@@ -20,9 +20,12 @@ export async function startHarness(): Promise<Harness> {
   const database = await createTestDatabase();
   const sql = createSql(database.url, { schema, max: 5, applicationName: "partners-test" });
   await migrate(sql, schema, migrationsDirectory);
-  const transport = createRouterTransport(routes({ sql, pageTokens: new PageTokens("test-page-token-secret") }), {
-    router: { interceptors: [errorMapping(createLogger("partners-test", "silent"))] },
-  });
+  const transport = createRouterTransport(
+    routes({ sql, pageTokens: new PageTokens("test-page-token-secret"), loginAnswerFloorMs: 0 }),
+    {
+      router: { interceptors: [errorMapping(createLogger("partners-test", "silent"))] },
+    },
+  );
   return {
     sql,
     database,

@@ -87,7 +87,10 @@ export async function startMesh(options: MeshOptions): Promise<Mesh> {
 
   const instances = await placeInstances(options);
   const urls = callerUrls(instances);
+  const publicHost = options.host.includes(":") ? `[${options.host}]` : options.host;
   const env: NodeJS.ProcessEnv = {
+    // Emails link to this mesh's own portal, unless the environment names a public one.
+    PORTAL_URL: `http://${options.host === "0.0.0.0" ? "127.0.0.1" : publicHost}:${options.port}/portal`,
     ...process.env,
     DATABASE_URL: options.databaseUrl,
     NATS_URL: options.natsUrl,
@@ -113,7 +116,6 @@ export async function startMesh(options: MeshOptions): Promise<Mesh> {
     throw error;
   }
 
-  const publicHost = options.host.includes(":") ? `[${options.host}]` : options.host;
   const gatewayUrls = instances
     .filter(({ service }) => service.protocol === "http")
     .map(({ port }) => `http://${publicHost}:${port}`);

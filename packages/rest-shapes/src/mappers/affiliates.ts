@@ -105,6 +105,7 @@ export function toPublicPartnership(partnership: Partnership, stats: Partnership
     referral_code: partnership.referralCode,
     created_at: isoTime(partnership.createdAt, "partnership.created_at", "partners"),
     affiliate: { id: affiliate.id, email: affiliate.email, name: affiliate.name },
+    external_id: partnership.externalId || null,
     commission_override: partnership.commissionOverride
       ? toPublicCommissionOverride(partnership.commissionOverride)
       : null,

@@ -16,6 +16,13 @@ import {
 } from "./common.js";
 import { commissionTypeSchema } from "./program.js";
 
+/** The merchant's own id for an affiliate (contract section 14). */
+const externalIdSchema = text({ min: 1, max: 128 }).meta({
+  description:
+    "Your own id for this affiliate (e.g. your user id), 1-128 characters, unique within the program: a taken one is 409.",
+  example: "user_4821",
+});
+
 const email = emailSchema.meta({
   description: "The affiliate's email; trimmed and lowercased.",
   override: { format: "email" },
@@ -33,6 +40,7 @@ export const affiliateRegistrationSchema = z
       description:
         "Referral code of an active affiliate of this program who recruited this one; that affiliate earns level-2 commissions.",
     }),
+    externalId: externalIdSchema.optional(),
   })
   // Referenced by the bulk body only by name, so render it as the request shape it is.
   .meta({ id: "AffiliateRegistration", unusedIO: "input" });
@@ -103,6 +111,9 @@ export const bulkRegisterResponseSchema = z
 
 export const listAffiliatesQuerySchema = z.object({
   status: partnershipStatusSchema.optional().meta({ description: "Only partnerships in this status." }),
+  external_id: text({ min: 1, max: 128 })
+    .optional()
+    .meta({ description: "Only the partnership with this external id (at most one)." }),
   ...pageQueryShape,
 });
 
@@ -159,10 +170,17 @@ export const updatePartnershipBodySchema = z
       description:
         "Replaces the partnership's override as a whole; `null` removes it (the program's settings apply again); `{}` is the same as `null`. Applies to payments recorded afterwards.",
     }),
+    external_id: externalIdSchema.nullable().optional().meta({
+      description: "Your own id for this affiliate, unique within the program (a taken one is 409); `null` removes it.",
+    }),
   })
   .superRefine((body, context) => {
-    if (body.status === undefined && body.commission_override === undefined) {
-      context.addIssue({ code: "custom", path: [], message: "Give a status, a commission_override, or both" });
+    if (body.status === undefined && body.commission_override === undefined && body.external_id === undefined) {
+      context.addIssue({
+        code: "custom",
+        path: [],
+        message: "Give a status, a commission_override or an external_id",
+      });
     }
   })
   .meta({ id: "UpdatePartnershipRequest" });
@@ -176,6 +194,7 @@ export const partnershipSchema = z
     referral_code: z.string(),
     created_at: z.iso.datetime().meta({ description: "ISO 8601 UTC with milliseconds." }),
     affiliate: z.object({ id: z.string(), email: z.string(), name: z.string() }),
+    external_id: z.string().nullable().meta({ description: "Your own id for this affiliate; null when none." }),
     commission_override: commissionOverrideSchema
       .nullable()
       .meta({ description: "The partnership's own commission terms; null when it follows the program's." }),

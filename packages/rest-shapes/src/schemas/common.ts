@@ -181,6 +181,16 @@ export const trackingAuthErrors = {
   504: errorResponses[504],
 };
 
+/** What an affiliate API operation can answer for its bearer token (contract section 14). */
+export const affiliateTokenErrors = {
+  401: errorResponse(
+    "No bearer token, or one that is unknown, revoked, expired, or whose affiliate is no longer active",
+  ),
+  429: { ...errorResponses[429], description: "Rate limit exceeded for this token" },
+  503: errorResponses[503],
+  504: errorResponses[504],
+};
+
 /** The errors every operation with a JSON body can answer on top of the authenticated ones. */
 export const bodyErrors = {
   413: errorResponses[413],

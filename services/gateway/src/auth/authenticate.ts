@@ -1,7 +1,7 @@
 import { KeyMode } from "@affiliate/proto/partners";
 import type { FastifyRequest } from "fastify";
 import { HttpError } from "../errors.js";
-import type { KeyCache } from "./key-cache.js";
+import { affiliateTokenPrefix, type KeyCache } from "./key-cache.js";
 
 declare module "fastify" {
   interface FastifyRequest {
@@ -9,6 +9,8 @@ declare module "fastify" {
     productId: string;
     /** True when the key is a test-mode key (sk_test_); only the tracking endpoint accepts one. */
     testMode: boolean;
+    /** The one partnership an affiliate token reads; set by affiliate authentication only. */
+    partnershipId: string;
   }
 }
 
@@ -19,21 +21,56 @@ export const authErrors = {
   testMode: "Test-mode keys cannot access the management API",
 } as const;
 
-/** Who may call: the management API takes live keys only; tracking takes live and test keys. */
-export type KeyPolicy = "management" | "tracking";
+/**
+ * Who may call: the management API takes live keys only; tracking takes live and test keys; the
+ * affiliate API takes affiliate tokens (Authorization: Bearer apt_…).
+ */
+export type KeyPolicy = "management" | "tracking" | "affiliate";
+
+export const affiliateAuthErrors = {
+  missing: "Missing bearer token: send Authorization: Bearer apt_…",
+  invalid: "Invalid or expired affiliate token",
+} as const;
+
+/** The bearer token of an Authorization header, or undefined when there is none. */
+export function bearerTokenOf(request: FastifyRequest): string | undefined {
+  const header = request.headers.authorization;
+  if (typeof header !== "string") return undefined;
+  const match = /^Bearer +(\S+) *$/i.exec(header);
+  return match?.[1];
+}
+
+/**
+ * Resolves `Authorization: Bearer apt_…` to the partnership it reads (contract section 14),
+ * through the same cache as API keys. Anything but a live token is 401 `{ error }`.
+ */
+export function authenticateAffiliate(cache: KeyCache) {
+  return async (request: FastifyRequest): Promise<void> => {
+    const token = bearerTokenOf(request);
+    if (token === undefined) throw new HttpError(401, { error: affiliateAuthErrors.missing });
+    if (!token.startsWith(affiliateTokenPrefix)) throw new HttpError(401, { error: affiliateAuthErrors.invalid });
+    const resolution = await cache.resolve(token);
+    if (resolution.kind !== "affiliate" || resolution.expiresAt.getTime() <= Date.now()) {
+      throw new HttpError(401, { error: affiliateAuthErrors.invalid });
+    }
+    request.productId = resolution.productId;
+    request.partnershipId = resolution.partnershipId;
+    request.testMode = false;
+  };
+}
 
 /**
  * Resolves `x-api-key` to the product it belongs to (spec section 5, contract section 2). On the
  * management API a test key of an existing product is 403; on tracking it selects sandbox mode.
  * The 401 answers are the same everywhere.
  */
-export function authenticate(cache: KeyCache, policy: KeyPolicy = "management") {
+export function authenticate(cache: KeyCache, policy: Exclude<KeyPolicy, "affiliate"> = "management") {
   return async (request: FastifyRequest): Promise<void> => {
     const apiKey = request.headers["x-api-key"];
     if (apiKey === undefined || apiKey === "") throw new HttpError(401, { error: authErrors.missing });
     if (typeof apiKey !== "string" || !apiKey.startsWith("sk_")) throw new HttpError(401, { error: authErrors.format });
     const resolution = await cache.resolve(apiKey);
-    if (resolution.kind === "unknown") throw new HttpError(401, { error: authErrors.revoked });
+    if (resolution.kind !== "product") throw new HttpError(401, { error: authErrors.revoked });
     if (resolution.mode === KeyMode.TEST && policy === "management") {
       throw new HttpError(403, { error: authErrors.testMode });
     }

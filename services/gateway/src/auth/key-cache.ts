@@ -1,14 +1,24 @@
 import { createHash } from "node:crypto";
 import { asRead } from "@affiliate/platform";
 import type { KeyMode, PartnersService } from "@affiliate/proto/partners";
+import { timestampDate } from "@bufbuild/protobuf/wkt";
 import { type Client, Code, ConnectError } from "@connectrpc/connect";
 import { LRUCache } from "lru-cache";
 
-/** What partners said about a key: the product and mode it belongs to, or that it is unknown. */
-export type KeyResolution = { kind: "product"; productId: string; mode: KeyMode } | { kind: "unknown" };
+/**
+ * What partners said about a credential: an API key's product and mode, an affiliate token's
+ * partnership (and when it expires), or that it is unknown.
+ */
+export type KeyResolution =
+  | { kind: "product"; productId: string; mode: KeyMode }
+  | { kind: "affiliate"; productId: string; partnershipId: string; expiresAt: Date }
+  | { kind: "unknown" };
 
-/** Asks the owner of the keys. Throws on anything but an answer (unreachable, deadline). */
-export type ResolveKey = (apiKey: string) => Promise<KeyResolution>;
+/** Asks the owner of the credentials. Throws on anything but an answer (unreachable, deadline). */
+export type ResolveKey = (credential: string) => Promise<KeyResolution>;
+
+/** Affiliate tokens start so (contract section 14); anything else is resolved as an API key. */
+export const affiliateTokenPrefix = "apt_";
 
 export interface KeyCacheOptions {
   resolve: ResolveKey;
@@ -25,10 +35,11 @@ export function hashKey(apiKey: string): string {
 }
 
 /**
- * Resolved API keys, keyed by their sha256. A positive entry is only as good as the eviction
- * feed: entries are served only while `trusted` (the gateway is following key rotations), and
- * any eviction or change of trust invalidates resolutions still in flight, so an answer that
- * partners gave before a rotation is never stored after it.
+ * Resolved credentials (API keys and affiliate tokens), keyed by their sha256. A positive entry
+ * is only as good as the eviction feed: entries are served only while `trusted` (the gateway is
+ * following partners' key rotations, token revocations and status changes), and any eviction or
+ * change of trust invalidates resolutions still in flight, so an answer that partners gave before
+ * a revocation is never stored after it. A token's entry never outlives the token.
  */
 export class KeyCache {
   readonly #entries: LRUCache<string, KeyResolution>;
@@ -63,15 +74,22 @@ export class KeyCache {
     this.#entries.clear();
   }
 
-  /** Forgets every key of the product; returns how many entries were dropped. */
+  /** Forgets every API key of the product (its affiliate tokens stay); returns how many entries were dropped. */
   evictProduct(productId: string): number {
+    return this.#evictWhere((entry) => entry.kind === "product" && entry.productId === productId);
+  }
+
+  /** Forgets every affiliate token of the partnership; returns how many entries were dropped. */
+  evictPartnership(partnershipId: string): number {
+    return this.#evictWhere((entry) => entry.kind === "affiliate" && entry.partnershipId === partnershipId);
+  }
+
+  #evictWhere(doomed: (entry: KeyResolution) => boolean): number {
     this.#invalidate();
-    const doomed: string[] = [];
-    for (const [hash, entry] of this.#entries.entries()) {
-      if (entry.kind === "product" && entry.productId === productId) doomed.push(hash);
-    }
-    for (const hash of doomed) this.#entries.delete(hash);
-    return doomed.length;
+    const hashes: string[] = [];
+    for (const [hash, entry] of this.#entries.entries()) if (doomed(entry)) hashes.push(hash);
+    for (const hash of hashes) this.#entries.delete(hash);
+    return hashes.length;
   }
 
   /** Forgets everything; for a rotation whose product is not known. */
@@ -104,9 +122,14 @@ export class KeyCache {
   #remember(hash: string, resolution: KeyResolution): void {
     if (resolution.kind === "unknown") {
       this.#entries.set(hash, resolution, { ttl: this.#negativeTtlMs });
-    } else if (this.#trusted && this.#ttlMs > 0) {
-      this.#entries.set(hash, resolution, { ttl: this.#ttlMs });
+      return;
     }
+    // A token is forgotten when it expires, whatever the cache's own lifetime.
+    const ttl =
+      resolution.kind === "affiliate"
+        ? Math.min(this.#ttlMs, resolution.expiresAt.getTime() - Date.now())
+        : this.#ttlMs;
+    if (this.#trusted && ttl > 0) this.#entries.set(hash, resolution, { ttl });
   }
 
   #invalidate(): void {
@@ -116,13 +139,20 @@ export class KeyCache {
 }
 
 /**
- * Resolution through partners' Authenticate RPC: UNAUTHENTICATED means the key is unknown. A
- * read: a lost call is UNAVAILABLE (503), never an unknown outcome of the request it guards.
+ * Resolution through partners: Authenticate for an API key, AuthenticateAffiliateToken for an
+ * affiliate token; UNAUTHENTICATED means the credential is unknown. A read: a lost call is
+ * UNAVAILABLE (503), never an unknown outcome of the request it guards.
  */
 export function authenticateWith(partners: Client<typeof PartnersService>): ResolveKey {
-  return async (apiKey) => {
+  return async (credential) => {
     try {
-      const { productId, mode } = await asRead(partners.authenticate({ apiKey }));
+      if (credential.startsWith(affiliateTokenPrefix)) {
+        const token = await asRead(partners.authenticateAffiliateToken({ token: credential }));
+        if (!token.expiresAt) return { kind: "unknown" };
+        const { productId, partnershipId } = token;
+        return { kind: "affiliate", productId, partnershipId, expiresAt: timestampDate(token.expiresAt) };
+      }
+      const { productId, mode } = await asRead(partners.authenticate({ apiKey: credential }));
       return { kind: "product", productId, mode };
     } catch (error) {
       if (error instanceof ConnectError && error.code === Code.Unauthenticated) return { kind: "unknown" };

@@ -9,22 +9,34 @@ import { partnersEvents } from "@affiliate/proto/events";
 import { fromBinary } from "@bufbuild/protobuf";
 import type { KeyCache } from "./key-cache.js";
 
-const keysRotated = partnersEvents.productKeysRotated;
+const { productKeysRotated, partnershipTokensRevoked, partnershipStatusChanged } = partnersEvents;
 
-/** Evicts the rotated product's keys. An undecodable message still says "some keys changed". */
-export function evictOnKeysRotated(cache: KeyCache, logger: Logger) {
-  return ({ data }: { data: Uint8Array }): void => {
-    let productId: string;
-    let eventId: string;
+/**
+ * Evicts what a partners event revokes: a product's API keys on keys_rotated, a partnership's
+ * affiliate tokens on tokens_revoked and on status_changed (a token dies when its partnership
+ * stops being active). Other subjects change no credential. An undecodable message of these
+ * subjects still says "some credentials changed": everything is evicted.
+ */
+export function evictOnCredentialEvents(cache: KeyCache, logger: Logger) {
+  return ({ subject, data }: { subject: string; data: Uint8Array }): void => {
     try {
-      ({ productId, id: eventId } = fromBinary(keysRotated.schema, data));
+      if (subject === productKeysRotated.subject) {
+        const { productId, id: eventId } = fromBinary(productKeysRotated.schema, data);
+        const evicted = cache.evictProduct(productId);
+        logger.info({ productId, eventId, evicted }, "api keys rotated; cached keys evicted");
+      } else if (subject === partnershipTokensRevoked.subject) {
+        const { partnershipId, id: eventId } = fromBinary(partnershipTokensRevoked.schema, data);
+        const evicted = cache.evictPartnership(partnershipId);
+        logger.info({ partnershipId, eventId, evicted }, "affiliate tokens revoked; cached tokens evicted");
+      } else if (subject === partnershipStatusChanged.subject) {
+        const { partnership, id: eventId } = fromBinary(partnershipStatusChanged.schema, data);
+        const evicted = cache.evictPartnership(partnership?.id ?? "");
+        if (evicted > 0) logger.info({ partnershipId: partnership?.id, eventId, evicted }, "cached tokens evicted");
+      }
     } catch (error) {
       cache.evictAll();
-      logger.error({ err: error }, "undecodable keys-rotated event; evicted every cached key");
-      return;
+      logger.error({ err: error, subject }, "undecodable credentials event; evicted every cached credential");
     }
-    const evicted = cache.evictProduct(productId);
-    logger.info({ productId, eventId, evicted }, "api keys rotated; cached keys evicted");
   };
 }
 
@@ -45,18 +57,20 @@ export interface KeyEvictions {
 }
 
 /**
- * Keeps the key cache honest: follows partners' keys-rotated events and evicts the product's
- * keys on each. The cache is trusted only while following (see followWhileConnected): before the
- * stream exists, while NATS is disconnected and after stop, every request re-resolves its key.
+ * Keeps the credential cache honest: follows partners' events and evicts what each revokes
+ * (evictOnCredentialEvents). The cache is trusted only while following (see
+ * followWhileConnected, whose heartbeat rule bounds how late an eviction can be): before the
+ * stream exists, while NATS is disconnected or silent, and after stop, every request re-resolves
+ * its key or token.
  */
 export function startKeyEvictions(options: KeyEvictionsOptions): KeyEvictions {
   const { cache, logger } = options;
   return followWhileConnected({
     ...options,
-    stream: streamName({ service: keysRotated.service, namespace: options.namespace }),
-    subject: keysRotated.subject,
-    purpose: "key rotations",
-    handle: evictOnKeysRotated(cache, logger),
+    stream: streamName({ service: productKeysRotated.service, namespace: options.namespace }),
+    subject: "partners.>",
+    purpose: "key rotations and affiliate token revocations",
+    handle: evictOnCredentialEvents(cache, logger),
     onFollowing: (following) => cache.setTrusted(following),
   });
 }

@@ -1,4 +1,5 @@
 import {
+  affiliateTokenErrors,
   authenticatedErrors,
   bodyErrors,
   errorResponses,
@@ -13,10 +14,10 @@ import { unknownNameIssues } from "./strict-input.js";
 
 /**
  * Who may call a route, which decides the errors its key check can answer: the management API
- * takes live keys (401, 403), tracking live and test keys (401), and the public routes (probes,
- * the document) none.
+ * takes live keys (401, 403), tracking live and test keys (401), the affiliate API affiliate
+ * tokens (401), and the public routes (probes, the document, the affiliate sign-in) none.
  */
-export type RouteAccess = "management" | "tracking" | "public";
+export type RouteAccess = "management" | "tracking" | "affiliate" | "public";
 
 export type RouteMethod = "GET" | "POST" | "PUT" | "PATCH" | "DELETE";
 
@@ -177,6 +178,7 @@ export function sharedAnswers(declaration: AnyRouteDeclaration): Record<string, 
     ...(declaration.params !== undefined ? { 404: errorResponses[404] } : {}),
     ...(declaration.access === "management" ? authenticatedErrors : {}),
     ...(declaration.access === "tracking" ? trackingAuthErrors : {}),
+    ...(declaration.access === "affiliate" ? affiliateTokenErrors : {}),
     ...(hasBody ? bodyErrors : {}),
   };
 }

@@ -53,6 +53,7 @@ function operationOf(declaration: AnyRouteDeclaration): ZodOpenApiOperationObjec
     summary: declaration.summary,
     ...(declaration.description ? { description: declaration.description } : {}),
     ...(declaration.access === "public" ? { security: [] } : {}),
+    ...(declaration.access === "affiliate" ? { security: [{ affiliateToken: [] }] } : {}),
     ...(Object.keys(requestParams).length > 0 ? { requestParams } : {}),
     ...(body ? { requestBody: { required: declaration.bodyRequired ?? true, ...json(body) } } : {}),
     responses,

@@ -43,6 +43,7 @@ export class FakePartners extends CallLog<PartnersMethod> {
   readonly programs = new Map<string, Program>();
   readonly #keys = new Map<string, { productId: string; mode: KeyMode }>();
   readonly #profiles = new Map<string, { id: string; name: string }>();
+  readonly #tokens = new Map<string, { productId: string; partnershipId: string; expiresAt: Date }>();
   #sequence = 0;
   #clock = Date.parse("2025-01-02T03:04:05.678Z");
 
@@ -78,6 +79,13 @@ export class FakePartners extends CallLog<PartnersMethod> {
     this.#keys.set(liveKey, { productId, mode: KeyMode.LIVE });
     this.#keys.set(testKey, { productId, mode: KeyMode.TEST });
     return { liveKey, testKey };
+  }
+
+  /** Issues an affiliate token for a partnership, as MintAffiliateToken does (without its checks). */
+  mintToken(productId: string, partnershipId: string, ttlMs = 3_600_000): string {
+    const token = `apt_${this.#id("tok")}`;
+    this.#tokens.set(token, { productId, partnershipId, expiresAt: new Date(Date.now() + ttlMs) });
+    return token;
   }
 
   /** Puts a partnership straight into the store, for list and read tests. */
@@ -169,6 +177,37 @@ export class FakePartners extends CallLog<PartnersMethod> {
         const owner = this.#keys.get(apiKey);
         if (!owner) throw new ConnectError("Unknown or revoked key", Code.Unauthenticated);
         return owner;
+      },
+      authenticateAffiliateToken: ({ token }) => {
+        const found = this.#tokens.get(token);
+        const partnership = found ? this.partnerships.get(found.partnershipId) : undefined;
+        if (!found || found.expiresAt.getTime() <= Date.now() || partnership?.status !== PartnershipStatus.ACTIVE) {
+          throw new ConnectError("Invalid or expired affiliate token", Code.Unauthenticated);
+        }
+        return { ...found, expiresAt: timestampFromDate(found.expiresAt) };
+      },
+      mintAffiliateToken: ({ productId, partnershipId, ttlSeconds }) => {
+        const partnership = this.#partnershipOrThrow(productId, partnershipId);
+        if (partnership.status !== PartnershipStatus.ACTIVE) {
+          throw new ConnectError("Tokens are issued for active affiliates only", Code.FailedPrecondition);
+        }
+        const token = this.mintToken(productId, partnershipId, ttlSeconds * 1000);
+        return { token, expiresAt: timestampFromDate(this.#tokens.get(token)?.expiresAt ?? new Date()) };
+      },
+      revokeAffiliateTokens: ({ productId, partnershipId }) => {
+        this.#partnershipOrThrow(productId, partnershipId);
+        let revokedCount = 0n;
+        for (const [token, owner] of this.#tokens) {
+          if (owner.partnershipId === partnershipId) {
+            this.#tokens.delete(token);
+            revokedCount++;
+          }
+        }
+        return { revokedCount };
+      },
+      requestAffiliateLogin: () => ({}),
+      exchangeAffiliateLoginCode: () => {
+        throw new ConnectError("Invalid, used or expired sign-in code", Code.Unauthenticated);
       },
       getProgram: ({ productId }) => ({ program: this.programs.get(productId) }),
       updateProgram: (request) => {

@@ -52,7 +52,12 @@ export interface TestGateway {
   partners: Client<typeof PartnersService>;
   keyCache: KeyCache;
   product: FakeProduct;
-  /** Sends a request with the product's live key unless `key` says otherwise (null: no header). */
+  /** An active partnership (of another product than `product`), and a live affiliate token of it. */
+  affiliate(): { partnershipId: string; token: string };
+  /**
+   * Sends a request with the product's live key unless `key` says otherwise (null: no header);
+   * to the affiliate API, with the affiliate's token as a bearer instead of the key.
+   */
   call(
     method: "GET" | "POST" | "PATCH" | "DELETE" | "PUT",
     url: string,
@@ -63,6 +68,17 @@ export interface TestGateway {
 export function createGateway(options: GatewayOptions = {}): TestGateway {
   const fake = new FakePartners();
   const product = fake.addProduct();
+  // Made on first use, in a program of its own: a test of the merchant's routes finds the fake
+  // exactly as it left it.
+  let affiliateMade: { partnershipId: string; token: string } | undefined;
+  const affiliate = () => {
+    if (!affiliateMade) {
+      const affiliateProduct = fake.addProduct("Affiliate's program");
+      const partnershipId = fake.seed(affiliateProduct.productId, "affiliate@example.com").id;
+      affiliateMade = { partnershipId, token: fake.mintToken(affiliateProduct.productId, partnershipId) };
+    }
+    return affiliateMade;
+  };
   const ledger = new FakeLedger();
   const payouts = new FakePayouts();
   const privacy = new FakePrivacy();
@@ -102,11 +118,18 @@ export function createGateway(options: GatewayOptions = {}): TestGateway {
     partners,
     keyCache,
     product,
+    affiliate,
     call(method, url, { key = product.liveKey, body, headers = {}, payload } = {}) {
+      const credential =
+        key === null
+          ? {}
+          : url.startsWith("/affiliate/v1/") && key === product.liveKey
+            ? { authorization: `Bearer ${affiliate().token}` }
+            : { "x-api-key": key };
       return app.inject({
         method,
         url,
-        headers: { ...(key === null ? {} : { "x-api-key": key }), ...headers },
+        headers: { ...credential, ...headers },
         ...(body !== undefined ? { payload: body as object } : {}),
         ...(payload !== undefined ? { payload } : {}),
       });

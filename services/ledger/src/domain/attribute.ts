@@ -1,6 +1,6 @@
 import type { Queryable } from "@affiliate/platform";
-import type { PartnersDirectory } from "../partners-directory.js";
 import { latestClicks, latestSignups, type Referral } from "../store/tracking-events.js";
+import type { PartnersDirectory } from "./ports.js";
 import type { Attribution, TrackingEventType } from "./types.js";
 
 const dayMs = 24 * 3600 * 1000;

@@ -49,7 +49,10 @@ export function recordCommissionChange(
     Object.keys(is).map((key) => [key, is[key as keyof typeof is] - was[key as keyof typeof was]]),
   ) as PartnershipDelta;
   changes.addPartnership(commission.productId, commission.partnershipId, delta);
-  changes.addActivity(commission.productId, commission.paymentOccurredAt, {
-    commissionsCents: countedAmount(after) - countedAmount(before),
-  });
+  changes.addActivity(
+    commission.productId,
+    commission.paymentOccurredAt,
+    { commissionsCents: countedAmount(after) - countedAmount(before) },
+    commission.partnershipId,
+  );
 }

@@ -1,5 +1,5 @@
 import type { Queryable } from "@affiliate/platform";
-import { dailySeries, sumWindows, type WindowPart } from "../store/rollups.js";
+import { dailySeries, type StatsScope, sumWindows, type WindowPart } from "../store/rollups.js";
 import { type Metrics, type Period, zeroMetrics } from "./types.js";
 
 const hourMs = 3600 * 1000;
@@ -54,10 +54,13 @@ export interface Stats {
   conversionRate: number;
 }
 
-/** The summary of contract section 10: the window before now and the equal window before it. */
-export async function getStats(sql: Queryable, productId: string, period: Period, now: Date): Promise<Stats> {
+/**
+ * The summary of contract section 10: the window before now and the equal window before it, of
+ * the product or (contract 14) of one of its partnerships.
+ */
+export async function getStats(sql: Queryable, scope: StatsScope, period: Period, now: Date): Promise<Stats> {
   const { current: currentWindow, previous: previousWindow } = statsWindows(period, now);
-  const [current = zeroMetrics, previous = zeroMetrics] = await sumWindows(sql, productId, [
+  const [current = zeroMetrics, previous = zeroMetrics] = await sumWindows(sql, scope, [
     ...windowParts(0, ...currentWindow),
     ...windowParts(1, ...previousWindow),
   ]);
@@ -67,12 +70,12 @@ export async function getStats(sql: Queryable, productId: string, period: Period
 /** One point per UTC date, oldest first, ending today; days without activity are zeros. */
 export async function getTimeseries(
   sql: Queryable,
-  productId: string,
+  scope: StatsScope,
   period: Period,
   now: Date,
 ): Promise<{ date: string; metrics: Metrics }[]> {
   const today = startOfUtcDay(now);
   const first = new Date(today.getTime() - (periodDays[period] - 1) * dayMs);
-  const days = await dailySeries(sql, productId, isoDay(first), isoDay(today));
+  const days = await dailySeries(sql, scope, isoDay(first), isoDay(today));
   return days.map(({ day, ...metrics }) => ({ date: day, metrics }));
 }

@@ -435,12 +435,17 @@ async function writeSandbox(deps: ModeDeps, planned: Planned[]): Promise<Map<num
 
 export function addEventToRollups(changes: RollupChanges, event: EventRow, commissions: NewCommission[]): void {
   const attributedPayment = event.eventType === "payment" && event.partnershipId !== null;
-  changes.addActivity(event.productId, event.occurredAt, {
-    clicks: event.eventType === "click" ? 1 : 0,
-    signups: event.eventType === "signup" ? 1 : 0,
-    conversions: attributedPayment ? 1 : 0,
-    revenueCents: attributedPayment ? (event.amountCents ?? 0) : 0,
-  });
+  changes.addActivity(
+    event.productId,
+    event.occurredAt,
+    {
+      clicks: event.eventType === "click" ? 1 : 0,
+      signups: event.eventType === "signup" ? 1 : 0,
+      conversions: attributedPayment ? 1 : 0,
+      revenueCents: attributedPayment ? (event.amountCents ?? 0) : 0,
+    },
+    event.partnershipId,
+  );
   if (event.partnershipId && (event.eventType === "click" || attributedPayment)) {
     changes.addPartnership(event.productId, event.partnershipId, {
       clicks: event.eventType === "click" ? 1 : 0,

@@ -1,5 +1,5 @@
 import type { Sql } from "@affiliate/platform";
-import type { PartnersDirectory } from "../partners-directory.js";
+import type { PartnersDirectory } from "./ports.js";
 import { trackBatch } from "./track-batch.js";
 import type { TrackedEvent, TrackInput } from "./types.js";
 

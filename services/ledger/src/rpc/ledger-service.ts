@@ -101,7 +101,8 @@ export function createLedgerService(deps: LedgerServiceDeps): ServiceImpl<typeof
     },
 
     async getStats(req) {
-      const stats = await getStats(sql, req.productId, periodOrThrow(req.period), clock());
+      const scope = { productId: req.productId, partnershipId: req.partnershipId };
+      const stats = await getStats(sql, scope, periodOrThrow(req.period), clock());
       return {
         current: metricsToProto(stats.current),
         previous: metricsToProto(stats.previous),
@@ -110,7 +111,8 @@ export function createLedgerService(deps: LedgerServiceDeps): ServiceImpl<typeof
     },
 
     async getTimeseries(req) {
-      return timeseriesToProto(await getTimeseries(sql, req.productId, periodOrThrow(req.period), clock()));
+      const scope = { productId: req.productId, partnershipId: req.partnershipId };
+      return timeseriesToProto(await getTimeseries(sql, scope, periodOrThrow(req.period), clock()));
     },
 
     async batchGetPartnershipStats(req) {

@@ -4,7 +4,8 @@ import { windowReachDays } from "../domain/stats.js";
 /**
  * Every row that breaks one of the ledger's invariants, named by the check it fails: the queries
  * of the README, and the rollups equal to the events and commissions they summarise (activity
- * per product-day, per product-hour within a window's reach, figures per partnership). With
+ * per product-day, per product-hour within a window's reach, per partnership-day and -hour, figures
+ * per partnership). With
  * both, the hourly rows of a day also add up to its daily rows. Empty on a healthy database. Tests and the bench
  * run it after their writes; an operator can run the same queries from the README by hand.
  */
@@ -65,6 +66,41 @@ export async function invariantViolations(sql: Queryable): Promise<{ check: stri
                    from tracking_events, reach where occurred_at >= reach.since group by 1, 2) e using (product_id, hour)
       where (coalesce(r.clicks, 0), coalesce(r.signups, 0), coalesce(r.conversions, 0), coalesce(r.revenue, 0))
             <> (coalesce(e.clicks, 0), coalesce(e.signups, 0), coalesce(e.conversions, 0), coalesce(e.revenue, 0))`,
+    "partnership daily or hourly activity differs from the events and commissions": sql`
+      with reach (since) as (select ((now() at time zone 'UTC')::date - ${windowReachDays}::int)::timestamp at time zone 'UTC'),
+      recorded as (
+        select partnership_id, occurred_at as at, (event_type = 'click')::int as clicks,
+               (event_type = 'signup')::int as signups, (event_type = 'payment')::int as conversions,
+               case when event_type = 'payment' then amount_cents else 0 end as revenue, 0::int8 as commissions
+        from tracking_events where partnership_id is not null
+        union all
+        select partnership_id, payment_occurred_at, 0, 0, 0, 0, amount_cents from commissions where status <> 'rejected'
+      ),
+      expected as (
+        select partnership_id, 'day' as period, date_trunc('day', at at time zone 'UTC') at time zone 'UTC' as start,
+               sum(clicks) as clicks, sum(signups) as signups, sum(conversions) as conversions,
+               sum(revenue) as revenue, sum(commissions) as commissions
+        from recorded group by 1, 2, 3
+        union all
+        select partnership_id, 'hour', date_trunc('hour', at at time zone 'UTC') at time zone 'UTC', sum(clicks),
+               sum(signups), sum(conversions), sum(revenue), sum(commissions)
+        from recorded, reach where at >= reach.since group by 1, 2, 3
+      ),
+      rolled as (
+        select partnership_id, 'day' as period, day::timestamp at time zone 'UTC' as start, sum(clicks) as clicks,
+               sum(signups) as signups, sum(conversions) as conversions, sum(revenue_cents) as revenue,
+               sum(commissions_cents) as commissions
+        from partnership_daily_rollups group by 1, 2, 3
+        union all
+        select partnership_id, 'hour', hour, sum(clicks), sum(signups), sum(conversions), sum(revenue_cents),
+               sum(commissions_cents)
+        from partnership_hourly_rollups, reach where hour >= reach.since group by 1, 2, 3
+      )
+      select partnership_id, period, start from rolled r full join expected e using (partnership_id, period, start)
+      where (coalesce(r.clicks, 0), coalesce(r.signups, 0), coalesce(r.conversions, 0), coalesce(r.revenue, 0),
+             coalesce(r.commissions, 0))
+            <> (coalesce(e.clicks, 0), coalesce(e.signups, 0), coalesce(e.conversions, 0), coalesce(e.revenue, 0),
+                coalesce(e.commissions, 0))`,
     "partnership figures differ from the events and commissions": sql`
       select partnership_id from
         (select partnership_id, sum(clicks) as clicks, sum(conversions) as conversions,

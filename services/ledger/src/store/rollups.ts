@@ -48,6 +48,55 @@ export async function addToHourlyRollup(
     ${addedToTheRow(sql, "hourly_rollups")}`;
 }
 
+/**
+ * Adds to one partnership's rollup of a UTC day (`YYYY-MM-DD`) or hour (its start, an ISO
+ * timestamp) on the given shard.
+ */
+export async function addToPartnershipActivityRollup(
+  sql: Queryable,
+  row: { productId: string; partnershipId: string; period: "day" | "hour"; at: string; shard: number },
+  delta: Required<MetricsDelta>,
+): Promise<void> {
+  const table = row.period === "day" ? sql`partnership_daily_rollups` : sql`partnership_hourly_rollups`;
+  const period = row.period === "day" ? sql`day` : sql`hour`;
+  const at = row.period === "day" ? sql`${row.at}::date` : sql`${row.at}::timestamptz`;
+  await sql`
+    insert into ${table} (partnership_id, ${period}, shard, product_id, clicks, signups, conversions, revenue_cents,
+                          commissions_cents)
+    values (${row.partnershipId}, ${at}, ${row.shard}, ${row.productId}, ${delta.clicks}, ${delta.signups},
+            ${delta.conversions}, ${delta.revenueCents}, ${delta.commissionsCents})
+    on conflict (partnership_id, ${period}, shard) do update set
+      clicks = ${table}.clicks + excluded.clicks,
+      signups = ${table}.signups + excluded.signups,
+      conversions = ${table}.conversions + excluded.conversions,
+      revenue_cents = ${table}.revenue_cents + excluded.revenue_cents,
+      commissions_cents = ${table}.commissions_cents + excluded.commissions_cents`;
+}
+
+/**
+ * Whose figures a stats read sums: the product's (its rollups), or one of its partnerships'
+ * (the partnership rollups, filtered by the product too, so another product's id reads zeros).
+ */
+export type StatsScope = { productId: string; partnershipId?: string | undefined };
+
+/** The rollup tables of a scope, and the filter of its rows (on the table's alias in the query). */
+function rollupsOf(sql: Queryable, scope: StatsScope) {
+  const { productId, partnershipId } = scope;
+  if (partnershipId === undefined) {
+    return {
+      daily: sql`daily_rollups`,
+      hourly: sql`hourly_rollups`,
+      owner: (alias: string) => sql`${sql(alias)}.product_id = ${productId}`,
+    };
+  }
+  return {
+    daily: sql`partnership_daily_rollups`,
+    hourly: sql`partnership_hourly_rollups`,
+    owner: (alias: string) =>
+      sql`${sql(alias)}.partnership_id = ${partnershipId} and ${sql(alias)}.product_id = ${productId}`,
+  };
+}
+
 export interface PartnershipDelta {
   clicks?: number;
   conversions?: number;
@@ -98,9 +147,10 @@ export interface WindowPart {
  * reads rollup rows only (at most a row per shard per day or hour), never an event. Sums of
  * cents stay numeric, which reaches the code as an exact bigint.
  */
-export async function sumWindows(sql: Queryable, productId: string, parts: WindowPart[]): Promise<Metrics[]> {
+export async function sumWindows(sql: Queryable, scope: StatsScope, parts: WindowPart[]): Promise<Metrics[]> {
   const windows = Math.max(0, ...parts.map((part) => part.window + 1));
   if (parts.length === 0) return [];
+  const rollups = rollupsOf(sql, scope);
   const rows = await sql<(Metrics & { window: number })[]>`
     with parts (window_index, source, from_at, to_at) as (
       select * from unnest(${parts.map((p) => p.window)}::int[], ${parts.map((p) => p.source)}::text[],
@@ -109,12 +159,12 @@ export async function sumWindows(sql: Queryable, productId: string, parts: Windo
     ),
     sums (window_index, clicks, signups, conversions, revenue_cents, commissions_cents) as (
       select p.window_index, d.clicks, d.signups, d.conversions, d.revenue_cents, d.commissions_cents
-      from parts p join daily_rollups d on d.product_id = ${productId}
+      from parts p join ${rollups.daily} d on ${rollups.owner("d")}
         and d.day >= (p.from_at at time zone 'UTC')::date and d.day < (p.to_at at time zone 'UTC')::date
       where p.source = 'days'
       union all
       select p.window_index, h.clicks, h.signups, h.conversions, h.revenue_cents, h.commissions_cents
-      from parts p join hourly_rollups h on h.product_id = ${productId} and h.hour >= p.from_at and h.hour < p.to_at
+      from parts p join ${rollups.hourly} h on ${rollups.owner("h")} and h.hour >= p.from_at and h.hour < p.to_at
       where p.source = 'hours'
     )
     select window_index as window, sum(clicks)::int8 as clicks, sum(signups)::int8 as signups,
@@ -193,26 +243,31 @@ export async function foldShardsOfHour(sql: Queryable, productId: string, hour: 
  * a cycle with one); the next run deletes them. Returns how many it deleted.
  */
 export async function deleteHoursBefore(sql: Queryable, before: Date, limit: number): Promise<number> {
-  const deleted = await sql`
-    delete from hourly_rollups where ctid in (
-      select ctid from hourly_rollups where hour < ${before} limit ${limit} for update skip locked)`;
-  return deleted.count;
+  let deleted = 0;
+  for (const table of [sql`hourly_rollups`, sql`partnership_hourly_rollups`]) {
+    const rows = await sql`
+      delete from ${table} where ctid in (
+        select ctid from ${table} where hour < ${before} limit ${limit} for update skip locked)`;
+    deleted += rows.count;
+  }
+  return deleted;
 }
 
 /** Per-day sums over [fromDay, toDay] inclusive, oldest first, every day (zeros when quiet). */
 export async function dailySeries(
   sql: Queryable,
-  productId: string,
+  scope: StatsScope,
   fromDay: string,
   toDay: string,
 ): Promise<(Metrics & { day: string })[]> {
+  const rollups = rollupsOf(sql, scope);
   return sql<(Metrics & { day: string })[]>`
     select to_char(d.day, 'YYYY-MM-DD') as day, coalesce(sum(r.clicks), 0)::int8 as clicks,
            coalesce(sum(r.signups), 0)::int8 as signups, coalesce(sum(r.conversions), 0)::int8 as conversions,
            coalesce(sum(r.revenue_cents), 0) as revenue_cents,
            coalesce(sum(r.commissions_cents), 0) as commissions_cents
     from generate_series(${fromDay}::timestamp, ${toDay}::timestamp, interval '1 day') as d (day)
-    left join daily_rollups r on r.product_id = ${productId} and r.day = d.day::date
+    left join ${rollups.daily} r on ${rollups.owner("r")} and r.day = d.day::date
     group by d.day order by d.day`;
 }
 

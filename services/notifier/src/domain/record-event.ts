@@ -4,12 +4,14 @@ import { insertEmails } from "../store/emails.js";
 import { subscribedEndpoints } from "../store/endpoints.js";
 import { type Delivery, type EmailDraft, type Endpoint, testEventType, type WebhookBody } from "./types.js";
 
-/** An event as the notifier records it: the webhook body and the emails it causes. */
-export interface NotifiableEvent {
-  productId: string;
-  body: WebhookBody;
-  emails: EmailDraft[];
-}
+/**
+ * An event as the notifier records it: the webhook body and the emails it causes. An event that
+ * is no webhook (an affiliate's sign-in) has no body, only its id and its emails.
+ */
+export type NotifiableEvent = { productId: string; emails: EmailDraft[] } & (
+  | { body: WebhookBody }
+  | { body: null; eventId: string }
+);
 
 /**
  * Records an event, in the transaction that marks it applied (so a redelivery records nothing
@@ -18,25 +20,28 @@ export interface NotifiableEvent {
  * job worker sends what this commits.
  */
 export async function recordEvent(tx: Queryable, event: NotifiableEvent, now: Date): Promise<void> {
-  const endpoints = await subscribedEndpoints(tx, event.productId, event.body.type);
-  const traceHeaders = currentTraceHeaders();
-  await insertDeliveries(
-    tx,
-    endpoints.map(
-      (endpoint): NewDelivery => ({
-        id: newId("dlv"),
-        productId: event.productId,
-        endpointId: endpoint.id,
-        payload: event.body,
-        traceHeaders,
-        dueAt: endpoint.enabled ? now : null,
-      }),
-    ),
-  );
+  const { body } = event;
+  if (body) {
+    const endpoints = await subscribedEndpoints(tx, event.productId, body.type);
+    const traceHeaders = currentTraceHeaders();
+    await insertDeliveries(
+      tx,
+      endpoints.map(
+        (endpoint): NewDelivery => ({
+          id: newId("dlv"),
+          productId: event.productId,
+          endpointId: endpoint.id,
+          payload: body,
+          traceHeaders,
+          dueAt: endpoint.enabled ? now : null,
+        }),
+      ),
+    );
+  }
   await insertEmails(
     tx,
     event.productId,
-    event.body.id,
+    body ? body.id : event.eventId,
     event.emails.map((draft) => ({ ...draft, id: newId("eml") })),
     now,
   );

@@ -61,7 +61,7 @@ export interface WebhookBody {
 
 /** An email to record with an event, sent once per (event, template, recipient). */
 export interface EmailDraft {
-  template: "welcome" | "refund_notice";
+  template: "welcome" | "refund_notice" | "affiliate_login";
   recipient: string;
   subject: string;
   text: string;

@@ -10,7 +10,7 @@ import type { JetStreamManager } from "nats";
 import { recordEvent } from "../domain/record-event.js";
 import type { Listeners } from "./listeners.js";
 import type { Owners } from "./owners.js";
-import { subscriptions } from "./payloads.js";
+import { type EmailSettings, subscriptions } from "./payloads.js";
 
 /**
  * Events of one subject recorded at once. Each asks the ledger and partners for its payload, so
@@ -43,8 +43,11 @@ export async function startConsumers(options: {
   /** Which products listen to which event types (listeners.ts). */
   listeners: Listeners;
   clock: () => Date;
+  /** What emails link to (PORTAL_URL); no links when absent. */
+  emailSettings?: EmailSettings;
 }): Promise<DurableConsumer[]> {
   const { owners, listeners, clock } = options;
+  const settings = options.emailSettings ?? { portalUrl: undefined };
   return Promise.all(
     subscriptions.map((subscription) =>
       startDurableConsumer({
@@ -57,10 +60,11 @@ export async function startConsumers(options: {
         // listeners decides without a query, and such an event costs no transaction at all.
         async changesNothing(message) {
           const { productId, sendsEmail } = subscription.peek(message.data);
-          return !sendsEmail && !(await listeners.listens(productId, subscription.type));
+          if (sendsEmail) return false;
+          return subscription.type === null || !(await listeners.listens(productId, subscription.type));
         },
         async handle(tx, message) {
-          const event = await subscription.build(owners, message.id, message.data);
+          const event = await subscription.build(owners, message.id, message.data, settings);
           await recordEvent(tx, event, clock());
         },
       }),

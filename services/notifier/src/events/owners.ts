@@ -6,7 +6,16 @@
 import type { Commission, LedgerService } from "@affiliate/proto/ledger";
 import type { Partnership, PartnersService } from "@affiliate/proto/partners";
 import type { PartnershipStats } from "@affiliate/rest-shapes/figures";
-import type { Client } from "@connectrpc/connect";
+import { timestampDate } from "@bufbuild/protobuf/wkt";
+import { type Client, Code, ConnectError } from "@connectrpc/connect";
+
+/** What a sign-in email carries: the one-time code, and who it goes to. */
+export interface LoginCode {
+  code: string;
+  expiresAt: Date;
+  affiliate: { email: string; name: string };
+  programName: string;
+}
 
 export interface Owners {
   /** The ledger's commission, with the customer's email and the last refund's reason. */
@@ -15,6 +24,11 @@ export interface Owners {
   partnership(productId: string, partnershipId: string): Promise<Partnership>;
   /** The ledger's all-time figures of a partnership. */
   partnershipStats(productId: string, partnershipId: string): Promise<PartnershipStats>;
+  /**
+   * A fresh code of a sign-in, from partners (each call replaces the previous code), or
+   * undefined when the sign-in can no longer be used (used, expired, or gone).
+   */
+  loginCode(productId: string, loginId: string): Promise<LoginCode | undefined>;
 }
 
 export function ownersOver(ledger: Client<typeof LedgerService>, partners: Client<typeof PartnersService>): Owners {
@@ -28,6 +42,23 @@ export function ownersOver(ledger: Client<typeof LedgerService>, partners: Clien
       const { partnership } = await partners.getPartnership({ productId, partnershipId });
       if (!partnership) throw new Error(`partners returned no partnership ${partnershipId}`);
       return partnership;
+    },
+    async loginCode(productId, loginId) {
+      try {
+        const issued = await partners.issueAffiliateLoginCode({ productId, loginId });
+        const affiliate = issued.partnership?.affiliate;
+        if (!affiliate || !issued.expiresAt) throw new Error(`partners issued login ${loginId} without its affiliate`);
+        return {
+          code: issued.code,
+          expiresAt: timestampDate(issued.expiresAt),
+          affiliate: { email: affiliate.email, name: affiliate.name },
+          programName: issued.programName,
+        };
+      } catch (error) {
+        const spent = error instanceof ConnectError && [Code.FailedPrecondition, Code.NotFound].includes(error.code);
+        if (spent) return undefined;
+        throw error;
+      }
     },
     async partnershipStats(productId, partnershipId) {
       const { stats } = await ledger.batchGetPartnershipStats({ productId, partnershipIds: [partnershipId] });

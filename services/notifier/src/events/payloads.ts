@@ -31,15 +31,23 @@ import {
 } from "@affiliate/rest-shapes/mappers";
 import type { MessageShape } from "@bufbuild/protobuf";
 import { type Timestamp, timestampDate } from "@bufbuild/protobuf/wkt";
-import { refundNoticeEmail, welcomeEmail } from "../domain/email-templates.js";
+import { affiliateLoginEmail, refundNoticeEmail, welcomeEmail } from "../domain/email-templates.js";
 import type { NotifiableEvent } from "../domain/record-event.js";
 import type { WebhookEventType } from "../domain/types.js";
 import type { Owners } from "./owners.js";
 
 const isoOf = (at: Timestamp | undefined) => (at ? timestampDate(at) : new Date()).toISOString();
 
-/** One subscription: the domain subject, the public type, and how to read the event. */
-export interface Subscription<T extends WebhookEventType = WebhookEventType> {
+/** What the emails link to: the program's public portal (PORTAL_URL), when there is one. */
+export interface EmailSettings {
+  portalUrl: string | undefined;
+}
+
+/**
+ * One subscription: the domain subject, the public type (null for an event that is no webhook,
+ * only an email), and how to read the event.
+ */
+export interface Subscription<T extends WebhookEventType | null = WebhookEventType | null> {
   /** The producing service, whose stream carries the subject. */
   stream: string;
   subject: string;
@@ -50,7 +58,7 @@ export interface Subscription<T extends WebhookEventType = WebhookEventType> {
    * email is skipped before any call or transaction.
    */
   peek(data: Uint8Array): { productId: string; sendsEmail: boolean };
-  build(owners: Owners, eventId: string, data: Uint8Array): Promise<NotifiableEvent>;
+  build(owners: Owners, eventId: string, data: Uint8Array, settings: EmailSettings): Promise<NotifiableEvent>;
 }
 
 function partnershipSubscription<T extends WebhookEventType>(
@@ -74,7 +82,7 @@ function partnershipSubscription<T extends WebhookEventType>(
       const { partnership, notify } = read(data);
       return { productId: partnership.productId, sendsEmail: notify };
     },
-    async build(owners, eventId, data) {
+    async build(owners, eventId, data, { portalUrl }) {
       const { event, partnership: ref, notify } = read(data);
       const [partnership, stats] = await Promise.all([
         owners.partnership(ref.productId, ref.id),
@@ -84,7 +92,16 @@ function partnershipSubscription<T extends WebhookEventType>(
       return {
         productId: ref.productId,
         body: { id: eventId, type, created_at: isoOf(event.occurredAt), data: toPublicPartnership(partnership, stats) },
-        emails: notify && affiliate.email ? [welcomeEmail(affiliate, partnership.referralCode)] : [],
+        emails:
+          notify && affiliate.email
+            ? [
+                welcomeEmail(
+                  affiliate,
+                  partnership.referralCode,
+                  portalUrl ? { url: portalUrl, productId: ref.productId } : undefined,
+                ),
+              ]
+            : [],
       };
     },
   };
@@ -280,5 +297,35 @@ export const subscriptionsByType = {
   "customer.erased": customerErased,
 } satisfies { [T in WebhookEventType]: Subscription<T> };
 
+/**
+ * An affiliate's sign-in by email (contract section 14): no webhook, one email with a fresh
+ * one-time code, which partners issues when the email is recorded (never carried by the event).
+ * A sign-in already used or expired when its event is handled sends nothing.
+ */
+const affiliateLoginRequested: Subscription<null> = (() => {
+  const requested = partnersEvents.affiliateLoginRequested;
+  const read = (data: Uint8Array) => {
+    const event = decodeEvent(requested, data);
+    if (!event.loginId || !event.productId) throw new UndecodableEvent(`${requested.subject} without a login`);
+    return event;
+  };
+  return {
+    stream: requested.service,
+    subject: requested.subject,
+    type: null,
+    peek: (data) => ({ productId: read(data).productId, sendsEmail: true }),
+    async build(owners, eventId, data, { portalUrl }) {
+      const event = read(data);
+      const login = await owners.loginCode(event.productId, event.loginId);
+      return {
+        productId: event.productId,
+        body: null,
+        eventId,
+        emails: login ? [affiliateLoginEmail(login.affiliate, { ...login, portalUrl })] : [],
+      };
+    },
+  };
+})();
+
 /** The subscriptions as the consumers start them, one per domain subject. */
-export const subscriptions: readonly Subscription[] = Object.values(subscriptionsByType);
+export const subscriptions: readonly Subscription[] = [...Object.values(subscriptionsByType), affiliateLoginRequested];

@@ -16,11 +16,19 @@ export interface PartnershipPage {
 export async function listPartnershipsPage(
   sql: Queryable,
   pageTokens: PageTokens,
-  query: { productId: string; status: PartnershipStatus | undefined; pageSize: number; pageToken: string },
+  query: {
+    productId: string;
+    status: PartnershipStatus | undefined;
+    externalId?: string | undefined;
+    pageSize: number;
+    pageToken: string;
+  },
 ): Promise<PartnershipPage> {
-  const { productId, status } = query;
-  const page = await keysetPage(pageTokens, `partnerships:${productId}:${status ?? "any"}`, query, (afterId, limit) =>
-    listPartnerships(sql, { productId, status, afterId, limit }),
+  const { productId, status, externalId } = query;
+  // The external id is bound by its JSON form, so no id can pass for "any" or for another.
+  const scope = `partnerships:${productId}:${status ?? "any"}:${JSON.stringify(externalId ?? null)}`;
+  const page = await keysetPage(pageTokens, scope, query, (afterId, limit) =>
+    listPartnerships(sql, { productId, status, externalId, afterId, limit }),
   );
   return { partnerships: page.items, nextPageToken: page.nextPageToken };
 }

@@ -8,10 +8,12 @@ import {
 } from "@affiliate/platform";
 import { outbox } from "../events/outbox.js";
 import {
+  externalIdConstraint,
   findActivePartnershipByCode,
   getPartnershipOrThrow,
   insertPartnership,
   lockPartnershipOfAffiliate,
+  setExternalId,
   setPartnershipStatus,
   upsertAffiliate,
 } from "../store/partnerships.js";
@@ -68,8 +70,12 @@ export async function registerInTransaction(
   const existing = await lockPartnershipOfAffiliate(tx, productId, affiliate.id);
   if (existing) {
     if (existing.status !== "removed") throw alreadyInProgram();
-    // Reactivation keeps the partnership's code, sponsor and history.
+    // Reactivation keeps the partnership's code, sponsor and history; an external id given now
+    // replaces the one it had.
     await setPartnershipStatus(tx, existing.id, "active");
+    if (registration.externalId !== undefined) {
+      await setExternalIdOrThrow(tx, existing.id, registration.externalId);
+    }
     const partnership = await getPartnershipOrThrow(tx, productId, existing.id);
     await outbox.partnershipStatusChanged(tx, partnership, existing.status);
     await outbox.partnershipReactivated(tx, partnership, options);
@@ -85,11 +91,25 @@ export async function registerInTransaction(
       status: program.autoApprove ? "active" : "pending",
       referralCode,
       sponsorPartnershipId: sponsor?.id ?? null,
+      externalId: registration.externalId ?? null,
     }),
   );
   const partnership = await getPartnershipOrThrow(tx, productId, id);
   await outbox.partnershipCreated(tx, partnership, { newAffiliate: isNew, notify: options.notify });
   return { outcome: isNew ? "created" : "joined", partnership };
+}
+
+export const externalIdTaken = () =>
+  new DomainError("already_exists", "External id is already used by another affiliate of this program");
+
+/** Sets the external id in a savepoint, so a taken one is ALREADY_EXISTS and the transaction goes on. */
+export async function setExternalIdOrThrow(tx: TransactionSql, id: string, externalId: string | null): Promise<void> {
+  try {
+    await tx.savepoint((inner) => setExternalId(inner, id, externalId));
+  } catch (error) {
+    if (uniqueViolation(error) === externalIdConstraint) throw externalIdTaken();
+    throw error;
+  }
 }
 
 const alreadyInProgram = () => new DomainError("already_exists", "Affiliate is already in the program");
@@ -112,6 +132,7 @@ async function insertWithReferralCode(
     } catch (error) {
       const constraint = uniqueViolation(error);
       if (constraint === "partnerships_one_per_affiliate") throw alreadyInProgram();
+      if (constraint === externalIdConstraint) throw externalIdTaken();
       if (constraint !== "partnerships_referral_code_unique") throw error;
       if (requested !== undefined) throw new DomainError("already_exists", "Referral code is already taken");
       if (attempt >= attempts) throw new Error("could not generate a free referral code in 5 attempts");

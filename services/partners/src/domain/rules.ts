@@ -36,7 +36,16 @@ export function registrationErrors(registration: Registration): FieldErrors {
   if (sponsorReferralCode !== undefined && !referralCodePattern.test(sponsorReferralCode)) {
     errors.sponsorReferralCode = ["No active affiliate of this program has this referral code"];
   }
+  const externalIdProblem =
+    registration.externalId === undefined ? undefined : externalIdError(registration.externalId);
+  if (externalIdProblem) errors.externalId = [externalIdProblem];
   return errors;
+}
+
+/** Why an external id is not acceptable (1-128 characters), or undefined when it is. */
+export function externalIdError(externalId: string): string | undefined {
+  const length = characterCount(externalId);
+  return length < 1 || length > 128 ? "External id must be 1-128 characters" : undefined;
 }
 
 export function assertValidRegistration(registration: Registration): void {

@@ -27,6 +27,8 @@ export interface Partnership {
   affiliate: Affiliate;
   /** The partnership's own commission terms; null when it follows the program's. */
   commissionOverride: CommissionOverride | null;
+  /** The merchant's own id for the affiliate, unique within the product; null when none. */
+  externalId: string | null;
 }
 
 export const commissionTypes = ["percent", "flat"] as const;
@@ -89,6 +91,7 @@ export interface Registration {
   name?: string | undefined;
   referralCode?: string | undefined;
   sponsorReferralCode?: string | undefined;
+  externalId?: string | undefined;
 }
 
 export type RegistrationOutcome = "created" | "joined" | "reactivated";

@@ -1,12 +1,14 @@
 import { DomainError, type Sql } from "@affiliate/platform";
 import { outbox } from "../events/outbox.js";
+import { deleteTokens } from "../store/affiliate-access.js";
 import {
   getPartnershipOrThrow,
   lockPartnershipOrThrow,
   setCommissionOverride,
   setPartnershipStatus,
 } from "../store/partnerships.js";
-import { canTransition, commissionOverrideErrors } from "./rules.js";
+import { setExternalIdOrThrow } from "./register-affiliate.js";
+import { canTransition, commissionOverrideErrors, externalIdError } from "./rules.js";
 import type { CommissionOverride, Partnership, PartnershipStatus } from "./types.js";
 
 export interface PartnershipChanges {
@@ -14,6 +16,8 @@ export interface PartnershipChanges {
   status?: PartnershipStatus | undefined;
   /** The new override (replacing the old one); null removes it; undefined leaves it. */
   commissionOverride?: CommissionOverride | null | undefined;
+  /** The merchant's new id for the affiliate; null removes it; undefined leaves it. */
+  externalId?: string | null | undefined;
 }
 
 /** An override that overrides nothing is no override. */
@@ -37,6 +41,8 @@ export async function updatePartnership(
     const errors = commissionOverrideErrors(changes.commissionOverride);
     if (Object.keys(errors).length > 0) throw new DomainError("invalid_argument", "Validation failed", errors);
   }
+  const externalIdProblem = typeof changes.externalId === "string" ? externalIdError(changes.externalId) : undefined;
+  if (externalIdProblem) throw DomainError.invalidField("external_id", externalIdProblem);
   return sql.begin(async (tx) => {
     const current = await lockPartnershipOrThrow(tx, productId, partnershipId);
     const { status } = changes;
@@ -45,7 +51,11 @@ export async function updatePartnership(
         throw new DomainError("failed_precondition", `Cannot change an affiliate from ${current.status} to ${status}`);
       }
       await setPartnershipStatus(tx, partnershipId, status);
+      // A token dies when its partnership stops being active, for good: a later return to
+      // active brings none back. Gateways evict on the status_changed event below.
+      if (current.status === "active" && status !== "active") await deleteTokens(tx, partnershipId);
     }
+    if (changes.externalId !== undefined) await setExternalIdOrThrow(tx, partnershipId, changes.externalId);
     if (changes.commissionOverride !== undefined) {
       await setCommissionOverride(tx, partnershipId, normalizedOverride(changes.commissionOverride));
     }

@@ -89,6 +89,32 @@ export const outbox = {
       }),
     ),
 
+  partnershipTokensRevoked: (tx: Queryable, productId: string, partnershipId: string) =>
+    enqueueEvent(
+      tx,
+      partnersEvents.partnershipTokensRevoked,
+      create(partnersEvents.partnershipTokensRevoked.schema, {
+        id: newId("evt"),
+        occurredAt: timestampNow(),
+        productId,
+        partnershipId,
+      }),
+    ),
+
+  /** Ids only: the notifier asks for the code (IssueAffiliateLoginCode), so no code is in the stream. */
+  affiliateLoginRequested: (tx: Queryable, login: { id: string; productId: string; partnershipId: string }) =>
+    enqueueEvent(
+      tx,
+      partnersEvents.affiliateLoginRequested,
+      create(partnersEvents.affiliateLoginRequested.schema, {
+        id: newId("evt"),
+        occurredAt: timestampNow(),
+        productId: login.productId,
+        partnershipId: login.partnershipId,
+        loginId: login.id,
+      }),
+    ),
+
   productKeysRotated: (tx: Queryable, productId: string) =>
     enqueueEvent(
       tx,

@@ -6,6 +6,7 @@ import {
   type PartnersService,
 } from "@affiliate/proto/partners";
 import { create } from "@bufbuild/protobuf";
+import { timestampFromDate } from "@bufbuild/protobuf/wkt";
 import type { ServiceImpl } from "@connectrpc/connect";
 import {
   commissionOverrideFromProto,
@@ -17,6 +18,12 @@ import {
   programToProto,
   statusToProto,
 } from "../codec.js";
+import {
+  exchangeAffiliateLoginCode,
+  issueAffiliateLoginCode,
+  requestAffiliateLogin,
+} from "../domain/affiliate-login.js";
+import { authenticateAffiliateToken, mintAffiliateToken, revokeAffiliateTokens } from "../domain/affiliate-tokens.js";
 import { authenticate } from "../domain/authenticate.js";
 import { bulkRegisterAffiliates } from "../domain/bulk-register-affiliates.js";
 import { listPartnershipsPage } from "../domain/list-partnerships.js";
@@ -31,6 +38,8 @@ import { getProgramOrThrow } from "../store/programs.js";
 export interface PartnersServiceDeps {
   sql: Sql;
   pageTokens: PageTokens;
+  /** The least time a sign-in request takes (affiliate-login.ts); tests shorten it. */
+  loginAnswerFloorMs?: number;
 }
 
 const registrationFromProto = (registration: AffiliateRegistration | undefined): Registration => ({
@@ -38,10 +47,20 @@ const registrationFromProto = (registration: AffiliateRegistration | undefined):
   name: registration?.name,
   referralCode: registration?.referralCode,
   sponsorReferralCode: registration?.sponsorReferralCode,
+  externalId: registration?.externalId,
+});
+
+const issuedTokenToProto = (issued: { token: string; expiresAt: Date }) => ({
+  token: issued.token,
+  expiresAt: timestampFromDate(issued.expiresAt),
 });
 
 /** Thin handlers: decode, call one use case, encode. Errors are mapped by the server's interceptor. */
-export function createPartnersService({ sql, pageTokens }: PartnersServiceDeps): ServiceImpl<typeof PartnersService> {
+export function createPartnersService({
+  sql,
+  pageTokens,
+  loginAnswerFloorMs,
+}: PartnersServiceDeps): ServiceImpl<typeof PartnersService> {
   return {
     async authenticate(req) {
       const key = await authenticate(sql, req.apiKey);
@@ -88,6 +107,7 @@ export function createPartnersService({ sql, pageTokens }: PartnersServiceDeps):
       const page = await listPartnershipsPage(sql, pageTokens, {
         productId: req.productId,
         status: enumFilter(statusToProto, req.status),
+        externalId: req.externalId,
         pageSize: req.pageSize,
         pageToken: req.pageToken,
       });
@@ -120,12 +140,23 @@ export function createPartnersService({ sql, pageTokens }: PartnersServiceDeps):
           : change.case === "clearCommissionOverride" && change.value
             ? null
             : undefined;
-      if (status === undefined && commissionOverride === undefined) {
-        throw DomainError.invalidField("status", "Nothing to change: give a status or a commission override");
+      const externalIdChange = req.externalIdChange;
+      const externalId =
+        externalIdChange.case === "setExternalId"
+          ? externalIdChange.value
+          : externalIdChange.case === "clearExternalId" && externalIdChange.value
+            ? null
+            : undefined;
+      if (status === undefined && commissionOverride === undefined && externalId === undefined) {
+        throw DomainError.invalidField(
+          "status",
+          "Nothing to change: give a status, a commission override or an external id",
+        );
       }
       const partnership = await updatePartnership(sql, req.productId, req.partnershipId, {
         status,
         commissionOverride,
+        externalId,
       });
       return { partnership: partnershipToProto(partnership) };
     },
@@ -141,6 +172,42 @@ export function createPartnersService({ sql, pageTokens }: PartnersServiceDeps):
     async countPartnerships(req) {
       const status = enumFilter(statusToProto, req.status);
       return { count: BigInt(await countPartnerships(sql, req.productId, status)) };
+    },
+
+    async mintAffiliateToken(req) {
+      return issuedTokenToProto(await mintAffiliateToken(sql, req.productId, req.partnershipId, req.ttlSeconds));
+    },
+
+    async revokeAffiliateTokens(req) {
+      return { revokedCount: BigInt(await revokeAffiliateTokens(sql, req.productId, req.partnershipId)) };
+    },
+
+    async authenticateAffiliateToken(req) {
+      const found = await authenticateAffiliateToken(sql, req.token);
+      return {
+        productId: found.productId,
+        partnershipId: found.partnershipId,
+        expiresAt: timestampFromDate(found.expiresAt),
+      };
+    },
+
+    async requestAffiliateLogin(req) {
+      await requestAffiliateLogin(sql, req.productId, req.email, { floorMs: loginAnswerFloorMs });
+      return {};
+    },
+
+    async issueAffiliateLoginCode(req) {
+      const issued = await issueAffiliateLoginCode(sql, req.productId, req.loginId);
+      return {
+        code: issued.code,
+        expiresAt: timestampFromDate(issued.expiresAt),
+        partnership: partnershipToProto(issued.partnership),
+        programName: issued.programName,
+      };
+    },
+
+    async exchangeAffiliateLoginCode(req) {
+      return issuedTokenToProto(await exchangeAffiliateLoginCode(sql, req.code));
     },
 
     async resolveAttribution(req) {

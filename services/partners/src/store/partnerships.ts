@@ -12,6 +12,7 @@ interface PartnershipRow {
   affiliateEmail: string;
   affiliateName: string;
   commissionOverride: CommissionOverride | null;
+  externalId: string | null;
 }
 
 const toPartnership = (row: PartnershipRow): Partnership => ({
@@ -23,11 +24,12 @@ const toPartnership = (row: PartnershipRow): Partnership => ({
   sponsorPartnershipId: row.sponsorPartnershipId,
   affiliate: { id: row.affiliateId, email: row.affiliateEmail, name: row.affiliateName },
   commissionOverride: row.commissionOverride,
+  externalId: row.externalId,
 });
 
 const selectPartnership = (sql: Queryable) => sql`
   select p.id, p.product_id, p.status, p.referral_code, p.created_at, p.sponsor_partnership_id,
-         p.commission_override, a.id as affiliate_id, a.email as affiliate_email, a.name as affiliate_name
+         p.commission_override, p.external_id, a.id as affiliate_id, a.email as affiliate_email, a.name as affiliate_name
   from partnerships p join affiliates a on a.id = p.affiliate_id`;
 
 /** Tenancy is part of the lookup: another product's partnership is simply not found. */
@@ -82,12 +84,21 @@ export async function insertPartnership(
     status: PartnershipStatus;
     referralCode: string;
     sponsorPartnershipId: string | null;
+    externalId: string | null;
   },
 ): Promise<void> {
   await sql`
-    insert into partnerships (id, product_id, affiliate_id, status, referral_code, sponsor_partnership_id)
+    insert into partnerships (id, product_id, affiliate_id, status, referral_code, sponsor_partnership_id, external_id)
     values (${partnership.id}, ${partnership.productId}, ${partnership.affiliateId}, ${partnership.status},
-            ${partnership.referralCode}, ${partnership.sponsorPartnershipId})`;
+            ${partnership.referralCode}, ${partnership.sponsorPartnershipId}, ${partnership.externalId})`;
+}
+
+/** The constraint a taken external id breaks, for callers that turn it into ALREADY_EXISTS. */
+export const externalIdConstraint = "partnerships_external_id_unique";
+
+/** Sets (or with null removes) the merchant's id; a taken one breaks externalIdConstraint. */
+export async function setExternalId(sql: Queryable, id: string, externalId: string | null): Promise<void> {
+  await sql`update partnerships set external_id = ${externalId}, updated_at = now() where id = ${id}`;
 }
 
 export async function setPartnershipStatus(sql: Queryable, id: string, status: PartnershipStatus): Promise<void> {
@@ -120,12 +131,19 @@ export async function setCommissionOverride(
 /** One page, newest first, after the keyset position `afterId`; `limit + 1` rows tell whether more exist. */
 export async function listPartnerships(
   sql: Queryable,
-  query: { productId: string; status: PartnershipStatus | undefined; afterId: string | undefined; limit: number },
+  query: {
+    productId: string;
+    status: PartnershipStatus | undefined;
+    externalId: string | undefined;
+    afterId: string | undefined;
+    limit: number;
+  },
 ): Promise<Partnership[]> {
   const rows = await sql<PartnershipRow[]>`
     ${selectPartnership(sql)}
     where p.product_id = ${query.productId}
       ${query.status ? sql`and p.status = ${query.status}` : sql``}
+      ${query.externalId !== undefined ? sql`and p.external_id = ${query.externalId}` : sql``}
       ${query.afterId ? sql`and p.id < ${query.afterId}` : sql``}
     order by p.id desc
     limit ${query.limit}`;

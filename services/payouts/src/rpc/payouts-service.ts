@@ -1,12 +1,12 @@
 import { DomainError, enumFilter, fromProtoEnum, type PageTokens } from "@affiliate/platform";
-import type { PayoutsService } from "@affiliate/proto/payouts";
+import { PayoutLineKind, type PayoutsService } from "@affiliate/proto/payouts";
 import type { ServiceImpl } from "@connectrpc/connect";
 import { payoutActionToProto, payoutStatusToProto, payoutToProto } from "../codec.js";
 import type { PayoutDeps } from "../domain/finish-drafts.js";
 import { generatePayouts } from "../domain/generate-payouts.js";
+import { getPayout } from "../domain/get-payout.js";
 import { listPayoutsPage } from "../domain/list-payouts.js";
 import { updatePayout } from "../domain/update-payout.js";
-import { getPayoutOrThrow } from "../store/payouts.js";
 
 export interface PayoutsServiceDeps extends PayoutDeps {
   pageTokens: PageTokens;
@@ -33,7 +33,21 @@ export function createPayoutsService(deps: PayoutsServiceDeps): ServiceImpl<type
     },
 
     async getPayout(req) {
-      return { payout: payoutToProto(await getPayoutOrThrow(sql, req.productId, req.payoutId)) };
+      const { payout, lines } = await getPayout(sql, {
+        productId: req.productId,
+        payoutId: req.payoutId,
+        partnershipId: req.partnershipId,
+        withLines: req.includeLines,
+      });
+      return {
+        payout: payoutToProto(payout),
+        lines: lines.map((line) => ({
+          kind: line.kind === "commission" ? PayoutLineKind.COMMISSION : PayoutLineKind.ADJUSTMENT,
+          id: line.id,
+          commissionId: line.commissionId,
+          amountCents: BigInt(line.amountCents),
+        })),
+      };
     },
 
     async updatePayout(req) {

@@ -77,10 +77,16 @@ export async function deletePayouts(sql: Queryable, ids: string[]): Promise<void
 }
 
 /** A payout that RPCs may show (never a draft); NOT_FOUND for another product's. */
-export async function getPayoutOrThrow(sql: Queryable, productId: string, id: string): Promise<Payout> {
+export async function getPayoutOrThrow(
+  sql: Queryable,
+  productId: string,
+  id: string,
+  partnershipId?: string,
+): Promise<Payout> {
   const [row] = await sql<Payout[]>`
     select ${payoutColumns(sql)} from payouts
-    where product_id = ${productId} and id = ${id} and status <> 'draft'`;
+    where product_id = ${productId} and id = ${id} and status <> 'draft'
+      ${partnershipId === undefined ? sql`` : sql`and partnership_id = ${partnershipId}`}`;
   if (!row) throw new DomainError("not_found", `Payout ${id} not found`);
   return row;
 }
@@ -192,4 +198,23 @@ export async function listPayouts(
       ${query.afterId ? sql`and id < ${query.afterId}` : sql``}
     order by id desc
     limit ${query.limit}`;
+}
+
+/** One part of a payout's amount: a linked commission at its linked amount, or a linked adjustment. */
+export interface PayoutLine {
+  kind: "commission" | "adjustment";
+  id: string;
+  commissionId: string;
+  amountCents: number;
+}
+
+/** The payout's links, then its adjustments, each oldest first (ids sort by time). */
+export async function payoutLines(sql: Queryable, payoutId: string): Promise<PayoutLine[]> {
+  return sql<PayoutLine[]>`
+    select 'commission' as kind, commission_id as id, commission_id, amount_cents, 0 as part
+    from payout_commissions where payout_id = ${payoutId}
+    union all
+    select 'adjustment', id, commission_id, amount_cents, 1
+    from adjustments where payout_id = ${payoutId}
+    order by part, id`;
 }

@@ -16,6 +16,11 @@ import {
   toRegistrationBody,
 } from "@affiliate/rest-shapes/mappers";
 import {
+  affiliateTokenResponseSchema,
+  mintTokenBodySchema,
+  revokeTokensResponseSchema,
+} from "@affiliate/rest-shapes/schemas/affiliate-api";
+import {
   affiliateRegistrationSchema,
   type BulkRegisterResponseBody,
   type BulkResult,
@@ -31,6 +36,7 @@ import {
   updatePartnershipBodySchema,
 } from "@affiliate/rest-shapes/schemas/affiliates";
 import { badRequestSchema, errorSchema } from "@affiliate/rest-shapes/schemas/common";
+import { timestampDate } from "@bufbuild/protobuf/wkt";
 import type { Client } from "@connectrpc/connect";
 import type { FastifyInstance } from "fastify";
 import type { z } from "zod";
@@ -142,6 +148,7 @@ export async function affiliatesRoutes(app: FastifyInstance, { partners, stats }
       const page = await partners.listPartnerships({
         productId: request.productId,
         status: query.status ? statusValue(query.status) : PartnershipStatus.UNSPECIFIED,
+        externalId: query.external_id,
         pageSize: query.limit,
         pageToken: query.cursor ?? "",
       });
@@ -185,7 +192,7 @@ export async function affiliatesRoutes(app: FastifyInstance, { partners, stats }
     tags,
     summary: "Change a partnership's status and/or its commission override",
     description:
-      "Status: pending -> active or rejected; active -> removed; rejected -> active; removed -> active. Anything else is 400. `commission_override` replaces the partnership's own commission terms (fields left out inherit the program's; `null` removes it); it applies to payments recorded afterwards. Both given: both apply, or neither does.",
+      "Status: pending -> active or rejected; active -> removed; rejected -> active; removed -> active. Anything else is 400. `commission_override` replaces the partnership's own commission terms (fields left out inherit the program's; `null` removes it); it applies to payments recorded afterwards. `external_id` sets your own id for the affiliate (a taken one is 409; `null` removes it). Several given: all apply, or none does. Leaving active revokes the affiliate's tokens for good.",
     access: "management",
     params: partnershipIdParamsSchema,
     pathResources: { id: "Affiliate" },
@@ -193,9 +200,10 @@ export async function affiliatesRoutes(app: FastifyInstance, { partners, stats }
     answers: {
       200: { description: "The partnership after the change", schema: partnershipResponseSchema },
       400: { description: "Validation failed, malformed JSON, or a transition not allowed" },
+      409: { description: "The external_id is taken by another affiliate of the program", schema: errorSchema },
     },
     handler: async ({ params, body, request }) => {
-      const { commission_override: override } = body;
+      const { commission_override: override, external_id: externalId } = body;
       return withStats(
         request.productId,
         await partners.updatePartnership({
@@ -208,6 +216,12 @@ export async function affiliatesRoutes(app: FastifyInstance, { partners, stats }
               : override === null
                 ? { case: "clearCommissionOverride", value: true }
                 : { case: "setCommissionOverride", value: commissionOverrideValue(override) },
+          externalIdChange:
+            externalId === undefined
+              ? { case: undefined }
+              : externalId === null
+                ? { case: "clearExternalId", value: true }
+                : { case: "setExternalId", value: externalId },
         }),
       );
     },
@@ -238,5 +252,53 @@ export async function affiliatesRoutes(app: FastifyInstance, { partners, stats }
           status: PartnershipStatus.REMOVED,
         }),
       ),
+  });
+
+  defineRoute(app, {
+    method: "POST",
+    url: "/affiliates/:id/tokens",
+    operationId: "mintAffiliateToken",
+    tags,
+    summary: "Mint a token for the affiliate's own dashboard",
+    description:
+      "A bearer token (apt_…) that reads this partnership's own data through the affiliate API (/affiliate/v1) and the portal (/portal#token=…), from any origin. Active partnerships only. It dies at expires_at, on DELETE /api/v1/affiliates/{id}/tokens, and when the partnership stops being active (for good: a return to active brings it back to no token). Shown only here; stored as a hash.",
+    access: "management",
+    params: partnershipIdParamsSchema,
+    pathResources: { id: "Affiliate" },
+    body: mintTokenBodySchema,
+    bodyRequired: false,
+    answers: {
+      201: { description: "The token", schema: affiliateTokenResponseSchema },
+      400: { description: "The partnership is not active ({ error }), a bad ttl_seconds, or an unknown field" },
+    },
+    handler: async ({ params, body, request, reply }) => {
+      const { token, expiresAt } = await partners.mintAffiliateToken({
+        productId: request.productId,
+        partnershipId: params.id,
+        ttlSeconds: body.ttl_seconds,
+      });
+      if (!expiresAt) throw new ContractViolation("minted token without expires_at");
+      return reply.code(201).send({ data: { token, expires_at: timestampDate(expiresAt).toISOString() } });
+    },
+  });
+
+  defineRoute(app, {
+    method: "DELETE",
+    url: "/affiliates/:id/tokens",
+    operationId: "revokeAffiliateTokens",
+    tags,
+    summary: "Revoke every token of the affiliate",
+    description: "Every gateway refuses the revoked tokens within 2 seconds.",
+    access: "management",
+    params: partnershipIdParamsSchema,
+    pathResources: { id: "Affiliate" },
+    answers: { 200: { description: "How many live tokens were revoked", schema: revokeTokensResponseSchema } },
+    handler: async ({ params, request }) => {
+      const { revokedCount } = await partners.revokeAffiliateTokens({
+        productId: request.productId,
+        partnershipId: params.id,
+      });
+      return { data: { partnership_id: params.id, revoked_count: Number(revokedCount) } };
+    },
   });
 }

@@ -24,7 +24,7 @@ export interface StatsRouteDeps {
  * The requested period, `30d` when absent. An invalid one is the spec's one exception to the
  * validation envelope (sections 4.5 and 7): 400 `{ data: { error } }`.
  */
-function periodOf(query: unknown): PublicPeriod {
+export function periodOf(query: unknown): PublicPeriod {
   const parsed = statsQuerySchema.safeParse(query);
   if (!parsed.success) throw new HttpError(400, { data: { error: invalidPeriodMessage } });
   return parsed.data.period;
@@ -32,7 +32,7 @@ function periodOf(query: unknown): PublicPeriod {
 
 const tags: [string] = ["Stats"];
 
-const invalidPeriod = {
+export const invalidPeriod = {
   description: `Invalid period; the error is nested under data: "${invalidPeriodMessage}". An unknown query parameter is the validation envelope.`,
   schema: z.union([nestedErrorSchema, validationErrorSchema]),
 };

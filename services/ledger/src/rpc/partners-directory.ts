@@ -1,5 +1,4 @@
-import { asRead, followWhileConnected, type Logger, type NatsConnection, streamName } from "@affiliate/platform";
-import { partnersEvents } from "@affiliate/proto/events";
+import { asRead } from "@affiliate/platform";
 import {
   type CommissionOverride,
   CommissionType,
@@ -7,16 +6,9 @@ import {
   type PartnersService,
   type ResolveAttributionResponse,
 } from "@affiliate/proto/partners";
-import { fromBinary } from "@bufbuild/protobuf";
 import { type Client, Code, ConnectError } from "@connectrpc/connect";
-import type { Attribution, CommissionTerms } from "./domain/types.js";
-
-/** Where the ledger learns who an event is credited to. */
-export interface PartnersDirectory {
-  /** The partnership of a referral code; undefined when no partnership has it. */
-  byReferralCode(productId: string, referralCode: string): Promise<Attribution | undefined>;
-  byPartnershipId(productId: string, partnershipId: string): Promise<Attribution | undefined>;
-}
+import type { PartnersDirectory } from "../domain/ports.js";
+import type { Attribution, CommissionTerms } from "../domain/types.js";
 
 const statusNames: Record<number, Attribution["status"]> = {
   [PartnershipStatus.ACTIVE]: "active",
@@ -130,43 +122,4 @@ export class CachedPartnersDirectory implements PartnersDirectory {
       throw error;
     }
   }
-}
-
-/** Evicts the product a partners status, override or program event concerns. */
-export function evictOnPartnersEvent(directory: CachedPartnersDirectory) {
-  return ({ subject, data }: { subject: string; data: Uint8Array }): void => {
-    const { partnershipStatusChanged, partnershipCommissionOverrideChanged, programUpdated } = partnersEvents;
-    if (subject === partnershipStatusChanged.subject) {
-      const productId = fromBinary(partnershipStatusChanged.schema, data).partnership?.productId;
-      if (productId) directory.evictProduct(productId);
-    } else if (subject === partnershipCommissionOverrideChanged.subject) {
-      const productId = fromBinary(partnershipCommissionOverrideChanged.schema, data).partnership?.productId;
-      if (productId) directory.evictProduct(productId);
-    } else if (subject === programUpdated.subject) {
-      const productId = fromBinary(programUpdated.schema, data).program?.productId;
-      if (productId) directory.evictProduct(productId);
-    }
-  };
-}
-
-/**
- * Keeps the directory's cache honest: follows partners' events on this replica and evicts the
- * product they concern; the cache is trusted only while following (see followWhileConnected).
- */
-export function followPartnersEvents(options: {
-  directory: CachedPartnersDirectory;
-  connect: () => Promise<NatsConnection>;
-  namespace: string;
-  logger: Logger;
-}): { stop(): Promise<void> } {
-  return followWhileConnected({
-    connect: options.connect,
-    stream: streamName({ service: partnersEvents.programUpdated.service, namespace: options.namespace }),
-    subject: "partners.>",
-    namespace: options.namespace,
-    logger: options.logger,
-    purpose: "partnership and program changes",
-    handle: evictOnPartnersEvent(options.directory),
-    onFollowing: (following) => options.directory.setFollowing(following),
-  });
 }
