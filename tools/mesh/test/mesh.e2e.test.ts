@@ -278,6 +278,9 @@ describe("the README walk-through", () => {
       headers: { authorization: `Bearer ${portal?.[2]}` },
     });
     expect(me.status).toBe(200);
-    expect((await me.json()).data).toMatchObject({ referral_code: "ADA", affiliate: { name: "Ada" } });
+    expect(((await me.json()) as { data: unknown }).data).toMatchObject({
+      referral_code: "ADA",
+      affiliate: { name: "Ada" },
+    });
   });
 });
