@@ -377,6 +377,64 @@ describe("the affiliate portal in a browser", () => {
     }
   });
 
+  it("writes an amount beyond 2^53 exactly, shows a hold reason, and says what to do when a section fails or is empty", async () => {
+    const token = await mintToken();
+    const { context, page } = await openBrowser(1280);
+    try {
+      // Answers the mesh cannot give yet (the ledger records no hold reasons, and no payment is
+      // that large), written as the API writes them: the amount as a bare JSON integer.
+      const held = `{"data":[{"id":"com_held","status":"pending","level":1,"amount_cents":9007199254740993,"payment_amount_cents":45035996273704965,"hold_until":"2030-01-31T00:00:00.000Z","hold_reason":"Payment disputed by the customer","created_at":"2030-01-01T00:00:00.000Z","payout_id":null,"rule":null,"refund_reason":null,"customer":"d***@example.com"}],"pagination":{"next_cursor":null,"has_more":false}}`;
+      await page.route("**/affiliate/v1/commissions?*", (route) =>
+        route.fulfill({ status: 200, contentType: "application/json", body: held }),
+      );
+      // The payouts section's first read fails as a busy service answers; its retry goes through.
+      let payoutReads = 0;
+      await page.route("**/affiliate/v1/payouts?*", (route) =>
+        ++payoutReads === 1
+          ? route.fulfill({
+              status: 503,
+              headers: { "retry-after": "1" },
+              contentType: "application/json",
+              body: '{"error":"Service unavailable"}',
+            })
+          : route.continue(),
+      );
+      await page.goto(`${mesh.gatewayUrl}/portal#token=${token}`);
+
+      const commission = page.locator('[data-commission="com_held"]');
+      await settled(() => commission.locator(".amount").textContent()).toBe("$90,071,992,547,409.93");
+      expect(await commission.textContent()).toContain("On a $450,359,962,737,049.65 payment");
+      expect(await commission.textContent()).toContain("On hold: Payment disputed by the customer");
+      expect(await commission.textContent()).toContain("Held until Jan 31, 2030");
+
+      const payouts = page.getByRole("region", { name: "Payouts" });
+      await settled(() => payouts.getByRole("alert").textContent()).toContain(
+        "The service is briefly unavailable. Try again in a moment.",
+      );
+      await payouts.getByRole("button", { name: "Try again" }).click();
+      await settled(() => payouts.locator(`[data-payout="${made.clawbackPayoutId}"]`).count()).toBe(1);
+      expect(await payouts.getByRole("alert").count()).toBe(0);
+
+      // Nothing to list: each list says what will fill it.
+      await page.unrouteAll();
+      const empty = '{"data":[],"pagination":{"next_cursor":null,"has_more":false}}';
+      for (const list of ["commissions", "payouts"]) {
+        await page.route(`**/affiliate/v1/${list}?*`, (route) =>
+          route.fulfill({ status: 200, contentType: "application/json", body: empty }),
+        );
+      }
+      await page.reload();
+      await settled(() => page.getByRole("region", { name: "Commissions" }).locator(".empty").textContent()).toBe(
+        "No commissions yet. Each payment from a customer you referred earns one, and it appears here as soon as it is recorded.",
+      );
+      expect(await payouts.locator(".empty").textContent()).toBe(
+        "No payouts yet. Commissions are paid out once their hold has passed and they add up to at least $10.00.",
+      );
+    } finally {
+      await context.close();
+    }
+  });
+
   it("sends a signed-in affiliate back to sign-in with what to do when the token stops working", async () => {
     const token = await mintToken();
     const { context, page } = await openBrowser(1280);
