@@ -22,7 +22,8 @@ const identifier = /^[a-zA-Z_:][a-zA-Z0-9_:]*$/;
 
 /**
  * The metric families the services export: the `name:` of every prom-client metric registered in
- * packages/*\/src and services/*\/src, with a histogram's `_bucket`, `_sum` and `_count` series,
+ * packages/*\/src and services/*\/src (`new Counter({ name: … })`, or a service's own through the
+ * platform's `serviceCounter({ name: … })`), with a histogram's `_bucket`, `_sum` and `_count` series,
  * and prom-client's default metrics (collectDefaultMetrics) read from its own sources.
  */
 export function exportedMetrics(repositoryRoot) {
@@ -41,8 +42,12 @@ export function exportedMetrics(repositoryRoot) {
     }
   }
   for (const source of sources) {
-    for (const match of source.matchAll(/new (Counter|Gauge|Histogram|Summary)\(\{\s*name: "([a-z_:][a-z0-9_:]*)"/g)) {
-      const [, type, name] = match;
+    // A service's own counters are declared through the platform's serviceCounter({ name, … }).
+    const declarations =
+      /(?:new (Counter|Gauge|Histogram|Summary)|service(Counter))\(\{\s*name: "([a-z_:][a-z0-9_:]*)"/g;
+    for (const match of source.matchAll(declarations)) {
+      const [, newType, serviceType, name] = match;
+      const type = newType ?? serviceType;
       names.add(name);
       if (type === "Histogram" || type === "Summary") {
         for (const suffix of ["_bucket", "_sum", "_count"]) names.add(`${name}${suffix}`);

@@ -58,7 +58,17 @@ export interface ClaimedJob<Row extends JobRow> {
    * the lease. `record` sets the row's next state, e.g. `next_attempt_at` null when done or the
    * time of the retry. Answers whether it was recorded.
    */
-  finish(record: (tx: TransactionSql) => Promise<void>): Promise<boolean>;
+  finish(record: (tx: TransactionSql) => Promise<void>, options?: FinishOptions): Promise<boolean>;
+}
+
+export interface FinishOptions {
+  /**
+   * Runs first in finish's transaction, before the job's row is locked: takes the locks that
+   * other paths take before they lock the job's row. A parent whose delete cascades to its jobs
+   * (the notifier's endpoint and its deliveries) is locked first by that delete; a finish that
+   * also writes the parent must lock it first too, or the two wait on each other (deadlock).
+   */
+  lockFirst?(tx: TransactionSql): Promise<void>;
 }
 
 export interface JobWorkerOptions<Row extends JobRow> {
@@ -158,8 +168,9 @@ export function startJobWorker<Row extends JobRow>(options: JobWorkerOptions<Row
     const abort = new AbortController();
     // Stop the run a little before the lease ends: past it, another claim may start the job.
     const timer = setTimeout(() => abort.abort(new Error("job lease ending")), Math.max(leaseMs - 5000, leaseMs / 2));
-    const finish = async (record: (tx: TransactionSql) => Promise<void>) =>
+    const finish = async (record: (tx: TransactionSql) => Promise<void>, finishOptions?: FinishOptions) =>
       sql.begin(async (tx) => {
+        await finishOptions?.lockFirst?.(tx);
         const [held] = await tx`
           select id from ${tx(table)} where id = ${row.id} and lease_token = ${row.leaseToken} for update`;
         if (!held) return false;
@@ -173,8 +184,8 @@ export function startJobWorker<Row extends JobRow>(options: JobWorkerOptions<Row
       await options.run({
         row,
         signal: abort.signal,
-        finish: async (record) => {
-          recorded = await finish(record);
+        finish: async (record, finishOptions) => {
+          recorded = await finish(record, finishOptions);
           return recorded;
         },
       });

@@ -1,15 +1,20 @@
 import { trace } from "@opentelemetry/api";
-import { type Logger, pino } from "pino";
+import { type DestinationStream, type Logger, type LoggerOptions, pino } from "pino";
 
 export type { Logger };
 
 /**
  * JSON logs on stdout, one line per event, with the active trace and span ids so a log line
  * leads to its trace. Secrets are redacted by path as a second line of defence: the first is
- * never putting keys, emails, names or IPs into log fields at all.
+ * never putting keys, emails, names or IPs into log fields at all. `destination` (default stdout)
+ * lets a test read the lines exactly as they would be written.
  */
-export function createLogger(service: string, level = process.env.LOG_LEVEL ?? "info"): Logger {
-  return pino({
+export function createLogger(
+  service: string,
+  level = process.env.LOG_LEVEL ?? "info",
+  destination?: DestinationStream,
+): Logger {
+  const options: LoggerOptions = {
     name: service,
     level,
     base: { service },
@@ -33,5 +38,6 @@ export function createLogger(service: string, level = process.env.LOG_LEVEL ?? "
       ],
       censor: "[redacted]",
     },
-  });
+  };
+  return destination ? pino(options, destination) : pino(options);
 }

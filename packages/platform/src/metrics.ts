@@ -80,6 +80,29 @@ export async function collectMetrics(): Promise<string> {
   return metricsRegistry.metrics();
 }
 
+// --- A service's own families ------------------------------------------------------------------
+
+/**
+ * A counter of a service's own (the notifier's webhook attempts, the integrations' provider
+ * events, by outcome), on the process's registry, so it is served with the platform's families.
+ * Each label set in `initial` starts at 0, so a rate over it exists before its first event.
+ */
+export function serviceCounter<Label extends string>(config: {
+  name: string;
+  help: string;
+  labelNames: readonly Label[];
+  initial?: Partial<Record<Label, string | number>>[];
+}): Counter<Label> {
+  const counter = new Counter<Label>({
+    name: config.name,
+    help: config.help,
+    labelNames: config.labelNames,
+    registers,
+  });
+  for (const labels of config.initial ?? []) counter.inc(labels, 0);
+  return counter;
+}
+
 // --- RPC (server and client) -----------------------------------------------------------------
 
 const rpcLabels = ["rpc_service", "rpc_method", "code"] as const;

@@ -123,6 +123,48 @@ describe("startJobWorker", () => {
     await worker.stop();
   });
 
+  it("lockFirst takes a parent's row before the job's: a delete cascading from the parent waits, never deadlocks", async () => {
+    await sql`create table parents (id text primary key, touched integer not null default 0)`;
+    await sql`create table children (id text primary key, parent_id text not null references parents (id) on delete cascade,
+      next_attempt_at timestamptz, leased_until timestamptz, lease_token text)`;
+    await sql`insert into parents (id) values ('p1')`;
+    await sql`insert into children (id, parent_id, next_attempt_at) values ('c1', 'p1', now())`;
+    let deleting: Promise<unknown> | undefined;
+    let recorded: boolean | undefined;
+    const worker = startJobWorker<JobRow>({
+      sql,
+      schema,
+      table: "children",
+      logger: silentLogger,
+      pollMs: 60_000,
+      async run(job) {
+        recorded = await job.finish(
+          async (tx) => {
+            // The parent's delete arrives while the finish holds the parent and the job: it waits
+            // on the parent's row. Had the finish locked the job first and the parent only now,
+            // the delete would hold the parent and wait on the job, and this update on it: a cycle.
+            deleting = sql`delete from parents where id = 'p1'`.execute();
+            await eventually("the delete waits on the parent's row", async () => {
+              const waiting = await sql`
+                select 1 from pg_stat_activity
+                where datname = current_database() and wait_event_type = 'Lock' and query like 'delete from parents%'`;
+              return waiting.length > 0;
+            });
+            await tx`update parents set touched = touched + 1 where id = 'p1'`;
+            await tx`update children set next_attempt_at = null where id = ${job.row.id}`;
+          },
+          { lockFirst: (tx) => tx`select id from parents where id = 'p1' for no key update`.then(() => undefined) },
+        );
+      },
+    });
+    await worker.drain();
+    await worker.stop();
+    await deleting;
+    expect(recorded).toBe(true);
+    expect(await sql`select id from parents`).toEqual([]);
+    expect(await sql`select id from children`).toEqual([]);
+  });
+
   it("shows the queue to Prometheus: due jobs, the oldest one's wait, runs in flight and their outcomes", async () => {
     await sql`delete from tasks`;
     const scrape = async () => parseMetrics(await collectMetrics());

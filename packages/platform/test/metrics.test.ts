@@ -18,7 +18,13 @@ import { createSql, type Sql } from "../src/db.js";
 import { DomainError } from "../src/errors.js";
 import { connectNats, ensureStream, wireSubject } from "../src/events.js";
 import { newId } from "../src/ids.js";
-import { type MetricsServer, observeHttpRequest, sampleOnScrape, startMetricsServer } from "../src/metrics.js";
+import {
+  type MetricsServer,
+  observeHttpRequest,
+  sampleOnScrape,
+  serviceCounter,
+  startMetricsServer,
+} from "../src/metrics.js";
 import { migrate } from "../src/migrate.js";
 import { observeOutbox, startOutboxRelay } from "../src/outbox-relay.js";
 import { createRpcTransport } from "../src/rpc-client.js";
@@ -96,6 +102,24 @@ describe("the metrics server", () => {
     } finally {
       unregister();
     }
+  });
+});
+
+describe("a service's own counter", () => {
+  it("is served with the platform's families, each initial label set from 0", async () => {
+    const counter = serviceCounter({
+      name: "svc_widgets_total",
+      help: "Widgets by outcome.",
+      labelNames: ["outcome"],
+      initial: [{ outcome: "made" }, { outcome: "broken" }],
+    });
+    const before = await scrape();
+    expect(sumOf(before, "svc_widgets_total", { outcome: "made" })).toBe(0);
+    expect(sumOf(before, "svc_widgets_total", { outcome: "broken" })).toBe(0);
+    expect(before.filter((sample) => sample.name === "svc_widgets_total")).toHaveLength(2);
+    counter.inc({ outcome: "made" });
+    counter.inc({ outcome: "made" });
+    expect(sumOf(await scrape(), "svc_widgets_total", { outcome: "made" })).toBe(2);
   });
 });
 

@@ -134,6 +134,37 @@ describe("KeyCache", () => {
     expect(source.calls).toHaveLength(4);
   });
 
+  it("keeps an affiliate token no longer than the token lives, and evicts a partnership's tokens only", async () => {
+    const calls: string[] = [];
+    const expiresAt = new Map([
+      ["apt_short", new Date(Date.now() + 50)],
+      ["apt_long", new Date(Date.now() + 3_600_000)],
+      ["apt_other", new Date(Date.now() + 3_600_000)],
+    ]);
+    const cache = new KeyCache({
+      resolve: async (token): Promise<KeyResolution> => {
+        calls.push(token);
+        if (token.startsWith("sk_")) return { kind: "product", productId: "prd_a", mode: KeyMode.LIVE };
+        const partnershipId = token === "apt_other" ? "ptn_b" : "ptn_a";
+        return { kind: "affiliate", productId: "prd_a", partnershipId, expiresAt: expiresAt.get(token) ?? new Date() };
+      },
+      ttlMs: 60_000,
+    });
+    cache.setTrusted(true);
+    for (const token of ["apt_short", "apt_long", "apt_other", "sk_live_a1"]) await cache.resolve(token);
+    await new Promise((resolve) => setTimeout(resolve, 80));
+    await cache.resolve("apt_short"); // expired: asked again
+    await cache.resolve("apt_long"); // still cached
+    expect(calls).toEqual(["apt_short", "apt_long", "apt_other", "sk_live_a1", "apt_short"]);
+
+    // A revocation of ptn_a's tokens leaves ptn_b's tokens and the product's API keys alone.
+    expect(cache.evictPartnership("ptn_a")).toBe(1);
+    for (const token of ["apt_long", "apt_other", "sk_live_a1"]) await cache.resolve(token);
+    expect(calls.slice(5)).toEqual(["apt_long"]);
+    // And a key rotation leaves the tokens alone.
+    expect(cache.evictProduct("prd_a")).toBe(1);
+  });
+
   it("caches nothing when resolution fails", async () => {
     let failing = true;
     const calls: string[] = [];

@@ -76,6 +76,56 @@ describe("the keys-rotated handler", () => {
   });
 });
 
+describe("affiliate token evictions", () => {
+  it("tokens_revoked and status_changed evict the partnership's tokens; other subjects nothing", async () => {
+    const calls: string[] = [];
+    const owners: Record<string, string> = { apt_a: "ptn_a", apt_b: "ptn_b" };
+    const cache = new KeyCache({
+      resolve: async (token) => {
+        calls.push(token);
+        const partnershipId = owners[token] ?? "";
+        return { kind: "affiliate", productId: "prd_a", partnershipId, expiresAt: new Date(Date.now() + 60_000) };
+      },
+      ttlMs: 60_000,
+    });
+    cache.setTrusted(true);
+    const warm = async () => {
+      await cache.resolve("apt_a");
+      await cache.resolve("apt_b");
+    };
+    await warm();
+    const handle = evictOnCredentialEvents(cache, logger);
+    const { partnershipTokensRevoked, partnershipStatusChanged, partnershipCreated } = partnersEvents;
+    handle({
+      subject: partnershipCreated.subject,
+      data: toBinary(
+        partnershipCreated.schema,
+        create(partnershipCreated.schema, { id: "evt_0", partnership: { id: "ptn_a" } }),
+      ),
+    });
+    await warm();
+    expect(calls).toEqual(["apt_a", "apt_b"]);
+    handle({
+      subject: partnershipTokensRevoked.subject,
+      data: toBinary(
+        partnershipTokensRevoked.schema,
+        create(partnershipTokensRevoked.schema, { id: "evt_1", productId: "prd_a", partnershipId: "ptn_a" }),
+      ),
+    });
+    await warm();
+    expect(calls).toEqual(["apt_a", "apt_b", "apt_a"]);
+    handle({
+      subject: partnershipStatusChanged.subject,
+      data: toBinary(
+        partnershipStatusChanged.schema,
+        create(partnershipStatusChanged.schema, { id: "evt_2", partnership: { id: "ptn_b", productId: "prd_a" } }),
+      ),
+    });
+    await warm();
+    expect(calls).toEqual(["apt_a", "apt_b", "apt_a", "apt_b"]);
+  });
+});
+
 /** A NATS connection stand-in whose status events the test pushes. */
 function fakeConnection() {
   const pending: Status[] = [];

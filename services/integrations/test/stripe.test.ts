@@ -1,5 +1,7 @@
 import { createServer, type Server } from "node:http";
+import { collectMetrics } from "@affiliate/platform";
 import { StripeEventOutcome } from "@affiliate/proto/integrations";
+import { parseMetrics, sumOf } from "@affiliate/testing";
 import { Code, ConnectError } from "@connectrpc/connect";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { stripeEventsSince } from "../src/providers/stripe/events-api.js";
@@ -194,6 +196,27 @@ describe("payments", () => {
     await h.drain();
     expect((await outcomeOf(program.productId, paid.id)).detail).toContain("as sandbox data");
     expect(await commissionsOf(program)).toEqual([]);
+  });
+});
+
+describe("stripe_events_total", () => {
+  it("counts each recorded outcome as /metrics serves it: applied, ignored, failed", async () => {
+    const count = async (outcome: string) =>
+      sumOf(parseMetrics(await collectMetrics()), "stripe_events_total", { outcome });
+    const before = { applied: await count("applied"), ignored: await count("ignored"), failed: await count("failed") };
+    const program = await connectedProgram(h);
+    const customer = fixtures.customer(program.code, `${unique("c")}@example.com`);
+    await deliver(h, program, stripeEvent("customer.created", customer));
+    await deliver(h, program, stripeEvent("invoice.paid", fixtures.invoice(customer, 1000)));
+    await deliver(h, program, stripeEvent("invoice.paid", fixtures.invoice(customer, 1000, "eur")));
+    await h.drain();
+    await deliver(h, program, stripeEvent("customer.updated", customer));
+    await h.drain();
+    expect({
+      applied: (await count("applied")) - before.applied,
+      ignored: (await count("ignored")) - before.ignored,
+      failed: (await count("failed")) - before.failed,
+    }).toEqual({ applied: 2, ignored: 1, failed: 1 });
   });
 });
 

@@ -7,6 +7,7 @@ import {
   type DurableConsumer,
   ensureStream,
   errorMapping,
+  type Logger,
   migrate,
   type NatsConnection,
   PageTokens,
@@ -31,6 +32,21 @@ import { migrationsDirectory, routes, schema } from "../src/server.js";
 import { startWorkers, type Workers } from "../src/workers.js";
 
 export const silentLogger = createLogger("notifier-test", "silent");
+
+export interface LogLine {
+  level: string;
+  msg: string;
+  [field: string]: unknown;
+}
+
+/** The services' own logger (its fields, its redaction) writing its lines into memory. */
+export function capturingLogger(): { logger: Logger; lines: LogLine[] } {
+  const lines: LogLine[] = [];
+  const logger = createLogger("notifier-test", "info", {
+    write: (line: string) => void lines.push(JSON.parse(line) as LogLine),
+  });
+  return { logger, lines };
+}
 
 /** The owners' data (ledger commissions, partners' partnerships) in memory. */
 export class FakeOwners implements Owners {
@@ -110,9 +126,15 @@ export interface Received {
   body: string;
 }
 
-/** A receiver: records every request; answers each path's programmed statuses in turn, then 200. */
+/**
+ * A receiver: records every request; answers each path's programmed statuses in turn, then 200,
+ * after `answerAfterMs` (a slow receiver keeps attempts in flight).
+ */
 export class Sink {
   readonly received: Received[] = [];
+  /** Called with the path of each answer as it is sent. */
+  private readonly answerWatchers = new Set<(path: string) => void>();
+  constructor(private readonly answerAfterMs: () => number = () => 0) {}
   private readonly plans = new Map<string, (number | { status: number; headers: Record<string, string> })[]>();
   private server!: Server;
   port = 0;
@@ -128,7 +150,13 @@ export class Sink {
         this.received.push({ path, headers: req.headers, body });
         const next = this.plans.get(path)?.shift() ?? 200;
         const answer = typeof next === "number" ? { status: next, headers: {} } : next;
-        res.writeHead(answer.status, answer.headers).end("ok");
+        const delayMs = this.answerAfterMs();
+        const respond = () => {
+          res.writeHead(answer.status, answer.headers).end("ok");
+          for (const watcher of this.answerWatchers) watcher(path);
+        };
+        if (delayMs > 0) setTimeout(respond, delayMs);
+        else respond();
       });
     });
     await new Promise<void>((resolve) => this.server.listen(0, "127.0.0.1", resolve));
@@ -142,6 +170,25 @@ export class Sink {
 
   program(path: string, statuses: (number | { status: number; headers: Record<string, string> })[]): void {
     this.plans.set(path, [...statuses]);
+  }
+
+  /**
+   * Resolves when the next answer to one of `paths` is sent: the worker is about to record that
+   * attempt (within `timeoutMs`; false when none was sent by then).
+   */
+  nextAnswer(paths: string[], timeoutMs = 2000): Promise<boolean> {
+    return new Promise((resolve) => {
+      const done = (answered: boolean) => {
+        clearTimeout(timer);
+        this.answerWatchers.delete(watcher);
+        resolve(answered);
+      };
+      const watcher = (path: string) => {
+        if (paths.includes(path)) done(true);
+      };
+      const timer = setTimeout(() => done(false), timeoutMs);
+      this.answerWatchers.add(watcher);
+    });
   }
 
   at(path: string): Received[] {
@@ -195,9 +242,16 @@ export async function startHarness(
     portalUrl?: string;
     /** Where the index of listeners follows endpoint changes (default: the test database). */
     endpointFeedUrl?: string;
+    /** Whether the RPCs accept private URLs (default false). */
+    rpcAllowsPrivate?: boolean;
+    /** Whether the workers reach private addresses (default true: the receivers are local). */
+    workersAllowPrivate?: boolean;
+    /** The logger of the consumers, workers and RPC edge (default silent). */
+    logger?: Logger;
   } = {},
 ): Promise<Harness> {
   const database: TestDatabase = await createTestDatabase();
+  const logger = options.logger ?? silentLogger;
   const ns: TestNamespace = createTestNamespace();
   const sql = createSql(database.url, { schema, max: 8, applicationName: "notifier-test" });
   await migrate(sql, schema, migrationsDirectory);
@@ -212,7 +266,7 @@ export async function startHarness(
     url: options.endpointFeedUrl ?? database.url,
     schema,
     sql,
-    logger: silentLogger,
+    logger,
     fenceTimeoutMs: 1000,
     retryMs: 100,
   });
@@ -222,24 +276,29 @@ export async function startHarness(
     js: nats.jetstream(),
     jsm,
     namespace: ns.namespace,
-    logger: silentLogger,
+    logger,
     owners,
     clock: clock.read,
     emailSettings: { portalUrl: options.portalUrl },
   });
   const workers = startWorkers({
     sql,
-    logger: silentLogger,
+    logger,
     clock: clock.read,
-    allowPrivate: true,
+    allowPrivate: options.workersAllowPrivate ?? true,
     mailer: options.mailer,
     concurrency: 8,
     pollMs: 50,
     ...(options.attemptTimeoutMs ? { attemptTimeoutMs: options.attemptTimeoutMs } : {}),
   });
   const transport = createRouterTransport(
-    routes({ sql, clock: clock.read, allowPrivate: false, pageTokens: new PageTokens("test-page-token-secret") }),
-    { router: { interceptors: [errorMapping(silentLogger)] } },
+    routes({
+      sql,
+      clock: clock.read,
+      allowPrivate: options.rpcAllowsPrivate ?? false,
+      pageTokens: new PageTokens("test-page-token-secret"),
+    }),
+    { router: { interceptors: [errorMapping(logger)] } },
   );
   const js = nats.jetstream();
   return {

@@ -64,26 +64,38 @@ describe("postWebhook", () => {
     const literal = await postWebhook(`http://127.0.0.1:${port}/`, "{}", {}, { allowPrivate: false });
     expect(literal.statusCode).toBeUndefined();
     expect(literal.error).toContain("not a public address");
+    expect(literal.outcome).toBe("ssrf_refused");
     const named = await postWebhook(`http://localhost:${port}/`, "{}", {}, { allowPrivate: false });
     expect(named.statusCode).toBeUndefined();
     expect(named.error).toContain("non-public address");
+    expect(named.outcome).toBe("ssrf_refused");
     expect(hits).toBe(before);
   });
 
   it("follows no redirect: a 302 to an internal address is an answer, and the target is never asked", async () => {
     const before = hits;
     const result = await postWebhook(`http://127.0.0.1:${port}/redirect`, "{}", {}, { allowPrivate: true });
-    expect(result.statusCode).toBe(302);
+    expect(result).toMatchObject({ statusCode: 302, outcome: "3xx" });
     expect(hits).toBe(before + 1);
   });
 
   it("gives up when no answer comes in time, reads a large answer only up to its cap, and reports Retry-After", async () => {
     const slow = await postWebhook(`http://127.0.0.1:${port}/slow`, "{}", {}, { allowPrivate: true, timeoutMs: 200 });
     expect(slow.statusCode).toBeUndefined();
-    expect(slow.error).toBe("no answer within 0.2 s");
+    expect(slow).toMatchObject({ outcome: "timeout", error: "timeout after 0.2 s" });
     const large = await postWebhook(`http://127.0.0.1:${port}/large`, "{}", {}, { allowPrivate: true });
     expect(large.statusCode).toBe(200);
     const busy = await postWebhook(`http://127.0.0.1:${port}/busy`, "{}", {}, { allowPrivate: true });
-    expect(busy).toMatchObject({ statusCode: 503, retryAfterMs: 120_000 });
+    expect(busy).toMatchObject({ statusCode: 503, retryAfterMs: 120_000, outcome: "5xx" });
+  });
+
+  it("names why no answer came: a TLS handshake that fails is tls, a closed port connection_refused", async () => {
+    // https:// to a plain-HTTP server: the handshake gets no TLS record back.
+    const tls = await postWebhook(`https://127.0.0.1:${port}/`, "{}", {}, { allowPrivate: true });
+    expect(tls.statusCode).toBeUndefined();
+    expect(tls.outcome).toBe("tls");
+    expect(tls.error).toContain("SSL routines");
+    const closed = await postWebhook("http://127.0.0.1:1/", "{}", {}, { allowPrivate: true });
+    expect(closed).toMatchObject({ outcome: "connection_refused", error: "connect ECONNREFUSED 127.0.0.1:1" });
   });
 });

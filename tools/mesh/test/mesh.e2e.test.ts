@@ -262,6 +262,20 @@ describe("the README walk-through", () => {
     });
     const paid = answers.find((answer) => answer.data?.id?.startsWith("po_") && answer.data.status === "completed");
     expect(paid?.data).toMatchObject({ id: generated.data[0].id, amount_cents: 1875, gateway_transfer_id: "tr_123" });
+    // Ada reads her own partnership with the token the merchant minted: customers masked, the
+    // payout line by line.
+    expect(answers.find((answer) => answer.data?.partnership_id)?.data).toMatchObject({
+      status: "active",
+      referral_code: "ADA",
+    });
+    const own = answers.find((answer) => Array.isArray(answer.data) && "customer" in (answer.data[0] ?? {}));
+    expect(own?.data[0]).toMatchObject({ customer: "c***@example.com", refund_reason: "downgrade" });
+    const explained = answers.find((answer) => Array.isArray(answer.data?.lines));
+    expect(explained?.data).toMatchObject({
+      id: generated.data[0].id,
+      amount_cents: 1875,
+      lines: [{ kind: "commission", amount_cents: 1875 }],
+    });
     // The last step erases the customer; the receipt, read by id and by email, is completed.
     const erased = answers.find((answer) => answer.data?.anonymized);
     expect(erased?.data).toMatchObject({

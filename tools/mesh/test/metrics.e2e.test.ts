@@ -84,7 +84,14 @@ describe("metrics of the mesh", () => {
       partners: [...commonFamilies, ...rpcServiceFamilies],
       ledger: [...commonFamilies, ...rpcServiceFamilies, ...consumerFamilies, "rpc_client_requests_total"],
       payouts: [...commonFamilies, ...rpcServiceFamilies, ...consumerFamilies],
-      notifier: [...commonFamilies, ...rpcServiceFamilies, ...consumerFamilies, ...jobFamilies],
+      // webhook_attempts_total: every outcome is declared at 0 from the start (issue 23 item 6).
+      notifier: [
+        ...commonFamilies,
+        ...rpcServiceFamilies,
+        ...consumerFamilies,
+        ...jobFamilies,
+        "webhook_attempts_total",
+      ],
       privacy: [...commonFamilies, ...rpcServiceFamilies, "rpc_client_requests_total"],
     };
     // A registration and a payment: every family with labels has at least one series by now.

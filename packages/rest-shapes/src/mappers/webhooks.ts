@@ -46,6 +46,7 @@ export function toPublicDelivery(delivery: Delivery | undefined): PublicDelivery
     status,
     attempts: delivery.attempts,
     last_status_code: delivery.lastStatusCode ?? null,
+    last_error: delivery.lastError || null,
     next_attempt_at: isoTimeOrNull(delivery.nextAttemptAt),
     created_at: isoTime(delivery.createdAt, "delivery.created_at", "notifier"),
     payload: JSON.parse(delivery.payloadJson) as Record<string, unknown>,

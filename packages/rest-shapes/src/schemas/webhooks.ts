@@ -90,6 +90,11 @@ export const deliverySchema = z
     status: z.enum(["pending", "succeeded", "failed"]),
     attempts: z.int().min(0),
     last_status_code: z.int().nullable(),
+    last_error: z.string().nullable().meta({
+      description:
+        "Why the last attempt got no answer (connection refused, timeout, refused address, TLS); null when it was answered or none was made.",
+      example: "connect ECONNREFUSED 203.0.113.7:443",
+    }),
     next_attempt_at: z.iso.datetime().nullable(),
     created_at: z.iso.datetime(),
     payload: z.record(z.string(), z.unknown()).meta({ description: "The body sent: { id, type, created_at, data }." }),
@@ -101,7 +106,10 @@ export const deliveryAttemptSchema = z
     attempted_at: z.iso.datetime(),
     status_code: z.int().nullable().meta({ description: "null when no answer came within 15 s." }),
     duration_ms: z.int().min(0),
-    error: z.string().nullable(),
+    error: z
+      .string()
+      .nullable()
+      .meta({ description: "Why no answer came; null when one came.", example: "timeout after 15 s" }),
   })
   .meta({ id: "DeliveryAttempt" });
 

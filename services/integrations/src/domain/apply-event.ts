@@ -1,5 +1,6 @@
 import type { ClaimedJob, Logger, Sql, TransactionSql } from "@affiliate/platform";
 import { Code, ConnectError } from "@connectrpc/connect";
+import { countStripeEvent } from "../metrics.js";
 import { recordCustomerSignup, recordPaymentAliases, resolvePaymentIds, signupOfCustomer } from "../store/customers.js";
 import { type AttemptRecord, type EventJob, payloadOf, recordAttempt, wakeWaitersOf } from "../store/events.js";
 import type { Ledger, Programs } from "./ports.js";
@@ -48,10 +49,12 @@ export async function applyStoredEvent(deps: ApplyDeps, job: ClaimedJob<EventJob
   } catch (error) {
     decision = afterError(deps, row, error);
   }
-  await job.finish(async (tx) => {
+  const recorded = await job.finish(async (tx) => {
     await recordAttempt(tx, row.id, decision.record);
     await decision.effects?.(tx);
   });
+  // Counted once recorded: an attempt whose lease had passed to another claim counts there.
+  if (recorded) countStripeEvent(decision.record.outcome);
 }
 
 function afterError(deps: ApplyDeps, row: EventJob, error: unknown): Decision {

@@ -4,16 +4,20 @@ import {
   currentTraceHeaders,
   type Logger,
   type Sql,
+  type TransactionSql,
   withSpanIn,
   withStoredTrace,
 } from "@affiliate/platform";
+import { countAttempt } from "../metrics.js";
 import { postWebhook } from "../outbound/post-webhook.js";
 import { signatureHeaders } from "../outbound/signing.js";
 import type { DeliveryJob } from "../store/deliveries.js";
 import { payloadText, recordAttempt } from "../store/deliveries.js";
 import {
   disableEndpoint,
+  failingSinceOf,
   findSigningEndpoint,
+  lockEndpoint,
   markAnswering,
   markFailing,
   type SigningEndpoint,
@@ -101,25 +105,68 @@ async function attemptDelivery(deps: DeliverDeps, job: ClaimedJob<DeliveryJob>):
     durationMs: result.durationMs,
     error: result.error ?? "",
   };
-  const succeeded = result.statusCode !== undefined && result.statusCode >= 200 && result.statusCode < 300;
-  await job.finish(async (tx) => {
-    if (succeeded) {
-      await recordAttempt(tx, delivery.id, attempt, { status: "succeeded", nextAttemptAt: null });
-      await markAnswering(tx, endpoint.id);
-      return;
-    }
-    if (result.statusCode === 410) {
-      await recordAttempt(tx, delivery.id, attempt, { status: "failed", nextAttemptAt: null });
-      await disableEndpoint(tx, endpoint.id, "gone", now, null);
-      deps.logger.info({ webhookId: endpoint.id }, "webhook endpoint answered 410; disabled");
-      return;
-    }
-    const next = nextAttemptAt(now, delivery.attempts + 1, result.retryAfterMs);
-    await recordAttempt(tx, delivery.id, attempt, { status: next ? "pending" : "failed", nextAttemptAt: next });
-    const failingSince = await markFailing(tx, endpoint.id, now);
-    if (endpoint.enabled && now.getTime() - failingSince.getTime() >= failingDisablesAfterMs) {
-      await disableEndpoint(tx, endpoint.id, "failing", now, nextProbeAt(now, now));
-      deps.logger.info({ webhookId: endpoint.id }, "webhook endpoint failing for 5 days; disabled");
-    }
-  });
+  countAttempt(result.outcome);
+  const succeeded = result.outcome === "2xx";
+  // What the finish writes beside its delivery decides whether it locks the endpoint first (the
+  // lock order, store/endpoints.ts): a failure writes the failing mark (and may disable it), a
+  // success ends a failing streak. A success of an endpoint that is not failing writes only its
+  // delivery and locks nothing else.
+  let endsStreak = false;
+  const lockFirst = async (tx: TransactionSql) => {
+    endsStreak = succeeded && (await failingSinceOf(tx, endpoint.id)) !== null;
+    if (!succeeded || endsStreak) await lockEndpoint(tx, endpoint.id, "change");
+  };
+  // Set by the recording below, for the log line: when the failed delivery is attempted again
+  // (null: failed for good), and whether the endpoint was disabled. Declared wide (`as`): set in
+  // a callback, so the reads after it must not be narrowed to the initial value.
+  let retryAt = null as Date | null;
+  let disabled = undefined as "gone" | "failing" | undefined;
+  const recorded = await job.finish(
+    async (tx) => {
+      if (succeeded) {
+        await recordAttempt(tx, delivery.id, attempt, { status: "succeeded", nextAttemptAt: null });
+        if (endsStreak) await markAnswering(tx, endpoint.id);
+        return;
+      }
+      if (result.statusCode === 410) {
+        disabled = "gone";
+        await recordAttempt(tx, delivery.id, attempt, { status: "failed", nextAttemptAt: null });
+        await disableEndpoint(tx, endpoint.id, "gone", now, null);
+        return;
+      }
+      const failing = await markFailing(tx, endpoint.id, now);
+      if (failing?.enabled && now.getTime() - failing.failingSince.getTime() >= failingDisablesAfterMs) {
+        // This delivery fails with the endpoint's others (disableEndpoint passes over it: leased).
+        disabled = "failing";
+        await recordAttempt(tx, delivery.id, attempt, { status: "failed", nextAttemptAt: null });
+        await disableEndpoint(tx, endpoint.id, "failing", now, nextProbeAt(now, now));
+        return;
+      }
+      retryAt = nextAttemptAt(now, delivery.attempts + 1, result.retryAfterMs);
+      await recordAttempt(tx, delivery.id, attempt, {
+        status: retryAt ? "pending" : "failed",
+        nextAttemptAt: retryAt,
+      });
+    },
+    { lockFirst },
+  );
+  if (succeeded) return;
+  // One line per failed attempt, for the operator: ids, what happened, what comes next. Never the
+  // payload, a secret or the URL (its query may carry the receiver's token).
+  deps.logger.warn(
+    {
+      webhookId: endpoint.id,
+      deliveryId: delivery.id,
+      attempt: delivery.attempts + 1,
+      outcome: result.outcome,
+      statusCode: result.statusCode ?? null,
+      error: result.error ?? null,
+      nextAttemptAt: recorded ? (retryAt?.toISOString() ?? null) : null,
+      ...(disabled ? { endpointDisabled: disabled } : {}),
+      ...(recorded ? {} : { recorded: false }),
+    },
+    recorded
+      ? "webhook attempt failed"
+      : "webhook attempt failed; not recorded (the delivery was deleted or claimed again meanwhile)",
+  );
 }

@@ -6,7 +6,8 @@ import {
   requeueDelivery,
   requeueFailed,
 } from "../store/deliveries.js";
-import { deliveryNotFound } from "./errors.js";
+import { lockEndpoint } from "../store/endpoints.js";
+import { deliveryNotFound, webhookNotFound } from "./errors.js";
 import type { Attempt, Delivery } from "./types.js";
 import { getWebhookOrThrow } from "./webhooks.js";
 
@@ -48,7 +49,10 @@ export async function recoverDeliveries(
   webhookId: string,
   window: { since: Date; until?: Date },
 ): Promise<number> {
-  await getWebhookOrThrow(deps, productId, webhookId);
   const now = deps.clock();
-  return requeueFailed(deps.sql, webhookId, window.since, window.until ?? now, now);
+  // The endpoint first (the lock order, store/endpoints.ts): a delete of it waits, or is waited for.
+  return deps.sql.begin(async (tx) => {
+    if (!(await lockEndpoint(tx, webhookId, "change", productId))) throw webhookNotFound(webhookId);
+    return requeueFailed(tx, webhookId, window.since, window.until ?? now, now);
+  });
 }

@@ -1,6 +1,7 @@
 import { addErasedRecords, type ErasureOwner, type Sql } from "@affiliate/platform";
 import { countCustomerPayloads, eraseCustomerPayloads } from "../store/deliveries.js";
 import { countQueuedMentions, eraseQueuedMentions } from "../store/emails.js";
+import { lockProductEndpoints } from "../store/endpoints.js";
 
 /** The notifier's stores, as the erasure receipt names them. */
 export const notifierStores = ["webhook_deliveries", "emails"] as const;
@@ -18,6 +19,8 @@ export function notifierErasureOwner(sql: Sql): ErasureOwner {
     stores: notifierStores,
     erase: ({ productId, email, erasureId }) =>
       sql.begin(async (tx) => {
+        // The product's endpoints before their deliveries (the lock order, store/endpoints.ts).
+        await lockProductEndpoints(tx, productId);
         const counts = {
           webhook_deliveries: await eraseCustomerPayloads(tx, productId, email),
           emails: await eraseQueuedMentions(tx, productId, email),

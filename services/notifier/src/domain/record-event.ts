@@ -22,7 +22,8 @@ export type NotifiableEvent = { productId: string; emails: EmailDraft[] } & (
 export async function recordEvent(tx: Queryable, event: NotifiableEvent, now: Date): Promise<void> {
   const { body } = event;
   if (body) {
-    const endpoints = await subscribedEndpoints(tx, event.productId, body.type);
+    // Kept until the deliveries are in (the lock order, store/endpoints.ts).
+    const endpoints = await subscribedEndpoints(tx, event.productId, body.type, "keep");
     const traceHeaders = currentTraceHeaders();
     await insertDeliveries(
       tx,
@@ -79,6 +80,7 @@ export async function recordTestDelivery(sql: Queryable, endpoint: Endpoint, now
     status: "pending",
     attempts: 0,
     lastStatusCode: null,
+    lastError: null,
     nextAttemptAt: now,
     createdAt: now,
     payload: body,

@@ -39,6 +39,8 @@ export interface Delivery {
   status: DeliveryStatus;
   attempts: number;
   lastStatusCode: number | null;
+  /** Why the last attempt got no answer; null when it was answered or none was made. */
+  lastError: string | null;
   nextAttemptAt: Date | null;
   createdAt: Date;
   payload: WebhookBody;
@@ -48,6 +50,7 @@ export interface Attempt {
   attemptedAt: Date;
   statusCode: number | null;
   durationMs: number;
+  /** Why no answer came (the connection's error, "timeout after 15 s"); empty when one came. */
   error: string;
 }
 

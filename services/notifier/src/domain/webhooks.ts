@@ -6,6 +6,7 @@ import {
   findEndpoint,
   insertEndpoint,
   listEndpoints,
+  lockEndpoint,
   rotateSecret,
   updateEndpoint,
 } from "../store/endpoints.js";
@@ -85,7 +86,12 @@ export async function rotateWebhookSecret(deps: WebhookDeps, productId: string, 
 }
 
 /** A signed webhook.test delivery, stored and retried like any other (contract 9b). */
-export async function testWebhook(deps: WebhookDeps, productId: string, id: string): Promise<Delivery> {
-  const endpoint = await getWebhookOrThrow(deps, productId, id);
-  return recordTestDelivery(deps.sql, endpoint, deps.clock());
+export function testWebhook(deps: WebhookDeps, productId: string, id: string): Promise<Delivery> {
+  // Kept (the lock order, store/endpoints.ts) until the delivery is in: a delete meanwhile waits,
+  // or was first and the endpoint is not found.
+  return deps.sql.begin(async (tx) => {
+    const endpoint = await lockEndpoint(tx, id, "keep", productId);
+    if (!endpoint) throw webhookNotFound(id);
+    return recordTestDelivery(tx, endpoint, deps.clock());
+  });
 }

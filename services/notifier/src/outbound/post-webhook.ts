@@ -8,7 +8,25 @@ export const attemptTimeoutMs = 15_000;
 /** What is read of a receiver's answer before it is dropped: the body is never stored. */
 const maxResponseBytes = 16 * 1024;
 
+/**
+ * How an attempt ended, as `webhook_attempts_total` counts it: the answer's class, or why none
+ * came. 1xx answers are `other`; redirects are answers (`3xx`), never followed.
+ */
+export const attemptOutcomes = [
+  "2xx",
+  "3xx",
+  "4xx",
+  "5xx",
+  "timeout",
+  "connection_refused",
+  "tls",
+  "ssrf_refused",
+  "other",
+] as const;
+export type AttemptOutcome = (typeof attemptOutcomes)[number];
+
 export interface PostResult {
+  outcome: AttemptOutcome;
   /** Undefined when no answer came. */
   statusCode?: number;
   /** A receiver's Retry-After, in ms, when it sent one with 429 or 503. */
@@ -24,6 +42,42 @@ function retryAfterOf(value: string | undefined, now: number): number | undefine
   if (Number.isFinite(seconds) && seconds >= 0) return seconds * 1000;
   const date = Date.parse(value);
   return Number.isNaN(date) ? undefined : Math.max(0, date - now);
+}
+
+function answerOutcome(statusCode: number): AttemptOutcome {
+  const classes: Record<number, AttemptOutcome> = { 2: "2xx", 3: "3xx", 4: "4xx", 5: "5xx" };
+  return classes[Math.floor(statusCode / 100)] ?? "other";
+}
+
+/** Certificate verdicts Node reports by OpenSSL's names (tls.TLSSocket's authorizationError). */
+const certificateErrors = new Set([
+  "DEPTH_ZERO_SELF_SIGNED_CERT",
+  "SELF_SIGNED_CERT_IN_CHAIN",
+  "UNABLE_TO_VERIFY_LEAF_SIGNATURE",
+  "UNABLE_TO_GET_ISSUER_CERT",
+  "UNABLE_TO_GET_ISSUER_CERT_LOCALLY",
+  "CERT_HAS_EXPIRED",
+  "CERT_NOT_YET_VALID",
+  "CERT_REVOKED",
+  "CERT_UNTRUSTED",
+  "CERT_REJECTED",
+  "HOSTNAME_MISMATCH",
+]);
+
+/** Why a connection failed, from the error Node gave (its code, or OpenSSL's in the message). */
+function failureOutcome(error: NodeJS.ErrnoException): AttemptOutcome {
+  const code = error.code ?? "";
+  if (error instanceof RefusedAddress) return "ssrf_refused";
+  if (code === "ECONNREFUSED") return "connection_refused";
+  if (
+    certificateErrors.has(code) ||
+    code.startsWith("ERR_TLS_") ||
+    code.startsWith("ERR_SSL_") ||
+    (code === "EPROTO" && error.message.includes("SSL routines"))
+  ) {
+    return "tls";
+  }
+  return "other";
 }
 
 /**
@@ -46,10 +100,13 @@ export function postWebhook(
   const host = url.hostname.replace(/^\[|\]$/g, "");
   // net.connect skips `lookup` for an IP literal: check it here.
   if (!options.allowPrivate && isIP(host) && !isPublicAddress(host)) {
-    return Promise.resolve(done({ error: new RefusedAddress(`${host} is not a public address`).message }));
+    return Promise.resolve(
+      done({ outcome: "ssrf_refused", error: new RefusedAddress(`${host} is not a public address`).message }),
+    );
   }
   const timeoutMs = options.timeoutMs ?? attemptTimeoutMs;
-  const signals = [AbortSignal.timeout(timeoutMs)];
+  const timeout = AbortSignal.timeout(timeoutMs);
+  const signals = [timeout];
   if (options.signal) signals.push(options.signal);
   const signal = AbortSignal.any(signals);
   const client = url.protocol === "https:" ? https : http;
@@ -71,7 +128,13 @@ export function postWebhook(
             statusCode === 429 || statusCode === 503
               ? retryAfterOf(response.headers["retry-after"], Date.now())
               : undefined;
-          resolve(done({ statusCode, ...(retryAfter === undefined ? {} : { retryAfterMs: retryAfter }) }));
+          resolve(
+            done({
+              outcome: answerOutcome(statusCode),
+              statusCode,
+              ...(retryAfter === undefined ? {} : { retryAfterMs: retryAfter }),
+            }),
+          );
         };
         response.on("data", (chunk: Buffer) => {
           read += chunk.length;
@@ -84,10 +147,17 @@ export function postWebhook(
         response.on("error", finish);
       },
     );
-    request.on("error", (error: Error) => {
-      const reason =
-        signal.aborted && !(error instanceof RefusedAddress) ? `no answer within ${timeoutMs / 1000} s` : error.message;
-      resolve(done({ error: reason }));
+    request.on("error", (error: NodeJS.ErrnoException) => {
+      if (error instanceof RefusedAddress) resolve(done({ outcome: "ssrf_refused", error: error.message }));
+      else if (timeout.aborted) resolve(done({ outcome: "timeout", error: `timeout after ${timeoutMs / 1000} s` }));
+      else if (signal.aborted)
+        resolve(
+          done({
+            outcome: "other",
+            error: `aborted: ${signal.reason instanceof Error ? signal.reason.message : String(signal.reason)}`,
+          }),
+        );
+      else resolve(done({ outcome: failureOutcome(error), error: error.message }));
     });
     request.end(body);
   });

@@ -45,6 +45,7 @@ export function deliveryToProto(delivery: Delivery & { attemptLog?: Attempt[] })
     status: statuses[delivery.status],
     attempts: delivery.attempts,
     ...(delivery.lastStatusCode === null ? {} : { lastStatusCode: delivery.lastStatusCode }),
+    ...(delivery.lastError === null ? {} : { lastError: delivery.lastError }),
     ...(delivery.nextAttemptAt ? { nextAttemptAt: timestampFromDate(delivery.nextAttemptAt) } : {}),
     createdAt: timestampFromDate(delivery.createdAt),
     payloadJson: JSON.stringify(delivery.payload),

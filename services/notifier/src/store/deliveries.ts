@@ -3,7 +3,7 @@ import type { Attempt, Delivery, WebhookBody } from "../domain/types.js";
 
 // The payload is read as text: the pool's camelCase transform would otherwise rename its keys.
 const columns =
-  "id, endpoint_id, event_id, event_type, status, attempts, last_status_code, next_attempt_at, created_at, payload::text as payload";
+  "id, endpoint_id, event_id, event_type, status, attempts, last_status_code, last_error, next_attempt_at, created_at, payload::text as payload";
 
 const parsed = (rows: (Omit<Delivery, "payload"> & { payload: string })[]): Delivery[] =>
   rows.map((row) => ({ ...row, payload: JSON.parse(row.payload) as WebhookBody }));
@@ -99,7 +99,7 @@ export async function recordAttempt(
     values (${deliveryId}, ${attempt.attemptedAt}, ${attempt.statusCode}, ${attempt.durationMs}, ${attempt.error})`;
   await sql`
     update deliveries set attempts = attempts + 1, last_status_code = ${attempt.statusCode},
-      status = ${next.status}, next_attempt_at = ${next.nextAttemptAt}
+      last_error = ${attempt.error || null}, status = ${next.status}, next_attempt_at = ${next.nextAttemptAt}
     where id = ${deliveryId}`;
 }
 
@@ -126,14 +126,15 @@ export async function requeueFailed(
 /**
  * Deletes deliveries (with their attempts) created before `before`, in batches; answers how many.
  * The batch is deleted by id (`= any(array(…))`, the primary key): as a join, a table without
- * statistics was hashed whole at every batch.
+ * statistics was hashed whole at every batch. Rows another transaction holds are skipped (the
+ * next run deletes them), so the purge never waits and never closes a cycle of locks.
  */
 export async function purgeDeliveries(sql: Queryable, before: Date, batchSize = 5000): Promise<number> {
   let purged = 0;
   for (;;) {
     const rows = await sql`
       delete from deliveries where id = any(array(
-        select id from deliveries where created_at < ${before} limit ${batchSize}))
+        select id from deliveries where created_at < ${before} limit ${batchSize} for update skip locked))
       returning id`;
     purged += rows.length;
     if (rows.length < batchSize) return purged;

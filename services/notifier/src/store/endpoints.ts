@@ -1,6 +1,38 @@
 import type { Queryable } from "@affiliate/platform";
 import type { DisabledReason, Endpoint } from "../domain/types.js";
 
+/*
+ * Lock order: an endpoint's row before any of its deliveries' rows.
+ *
+ * Deleting an endpoint locks its row, then (the foreign key's cascade) every delivery of it; the
+ * delivery worker's finish locks the delivery it holds (packages/platform, job-worker.ts), then
+ * wrote the endpoint's failing mark. Met head-on, each waited on the other: "deadlock detected",
+ * and DELETE /api/v1/webhooks/:id answered 500 while the endpoint's test delivery was attempted
+ * (issue 22 item 3). So every transaction that holds an endpoint's row and rows of its deliveries
+ * takes the endpoint's row first, in the weakest mode that serves it:
+ *
+ * - delete: FOR UPDATE (the DELETE itself), then the cascade;
+ * - the worker's finish, when it writes the endpoint (a failed attempt: the failing mark, maybe
+ *   the disable that fails its pending deliveries; a success while it is failing: the end of
+ *   the streak): FOR NO KEY UPDATE in `lockFirst`, before the job's row. A plain success writes
+ *   its delivery alone and locks no endpoint, so finishes of one endpoint stay concurrent;
+ * - recover, the probe's re-enable (requeue failed deliveries) and an erasure (rewrites stored
+ *   payloads of a product's endpoints, locked in id order): FOR NO KEY UPDATE, so they take turns
+ *   with the worker's disable, which rewrites deliveries of the endpoint too;
+ * - recording deliveries (an event, a test): FOR KEY SHARE (what the foreign key takes anyway),
+ *   taken by the read that finds the endpoints, so a delete waits for the recording or the
+ *   recording finds the endpoint gone, never a foreign key violated.
+ *
+ * A statement on one delivery alone (retry) or on the endpoint alone (update, rotation, the
+ * probe's schedule) holds nothing else and cannot close a cycle; the worker's claim locks
+ * deliveries alone, for one short statement, and the retention purge skips locked rows.
+ * test/endpoint-races.test.ts races these paths against the worker.
+ */
+export type EndpointLock = "keep" | "change";
+
+const lockClause = (sql: Queryable, lock: EndpointLock) =>
+  lock === "change" ? sql`for no key update` : sql`for key share`;
+
 const columns = "id, product_id, url, events, enabled, disabled_reason, failing_since, created_at";
 
 /** An endpoint with what signing needs; only the worker and rotation read secrets. */
@@ -33,16 +65,54 @@ export async function findSigningEndpoint(sql: Queryable, id: string): Promise<S
   return endpoint;
 }
 
+/**
+ * Locks one endpoint (see the lock order above): `keep`, so it is not deleted meanwhile; `change`,
+ * to write it or its deliveries. Undefined when it does not exist (or not in this product).
+ */
+export async function lockEndpoint(
+  sql: Queryable,
+  id: string,
+  lock: EndpointLock,
+  productId?: string,
+): Promise<Endpoint | undefined> {
+  const [endpoint] = await sql<Endpoint[]>`
+    select ${sql.unsafe(columns)} from endpoints
+    where id = ${id} ${productId === undefined ? sql`` : sql`and product_id = ${productId}`}
+    ${lockClause(sql, lock)}`;
+  return endpoint;
+}
+
+/** Locks every endpoint of a product to change them or their deliveries, in id order (see the lock order above). */
+export async function lockProductEndpoints(sql: Queryable, productId: string): Promise<void> {
+  await sql`select id from endpoints where product_id = ${productId} order by id for no key update`;
+}
+
+/** The endpoint's failing mark, read without a lock. */
+export async function failingSinceOf(sql: Queryable, id: string): Promise<Date | null> {
+  const [row] = await sql<{ failingSince: Date | null }[]>`select failing_since from endpoints where id = ${id}`;
+  return row?.failingSince ?? null;
+}
+
 export function listEndpoints(sql: Queryable, productId: string): Promise<Endpoint[]> {
   return sql<Endpoint[]>`
     select ${sql.unsafe(columns)} from endpoints where product_id = ${productId} order by id desc limit 1000`;
 }
 
-/** The product's endpoints subscribed to `type` (an empty list means every type), enabled or not. */
-export function subscribedEndpoints(sql: Queryable, productId: string, type: string): Promise<Endpoint[]> {
+/**
+ * The product's endpoints subscribed to `type` (an empty list means every type), enabled or not.
+ * `keep` (in the transaction that records their deliveries) locks them in id order, so none is
+ * deleted before the deliveries are inserted (see the lock order above).
+ */
+export function subscribedEndpoints(
+  sql: Queryable,
+  productId: string,
+  type: string,
+  lock?: "keep",
+): Promise<Endpoint[]> {
   return sql<Endpoint[]>`
     select ${sql.unsafe(columns)} from endpoints
-    where product_id = ${productId} and (events = '{}' or ${type} = any(events))`;
+    where product_id = ${productId} and (events = '{}' or ${type} = any(events))
+    ${lock ? sql`order by id ${lockClause(sql, lock)}` : sql``}`;
 }
 
 /** Each endpoint's product and event types (empty: every type), of one product or of all. */
@@ -101,11 +171,19 @@ export async function markAnswering(sql: Queryable, id: string): Promise<void> {
   await sql`update endpoints set failing_since = null where id = ${id} and failing_since is not null`;
 }
 
-/** A failed attempt starts the failing streak if none is running; answers when it started. */
-export async function markFailing(sql: Queryable, id: string, at: Date): Promise<Date> {
-  const [row] = await sql<{ failingSince: Date }[]>`
-    update endpoints set failing_since = coalesce(failing_since, ${at}) where id = ${id} returning failing_since`;
-  return row?.failingSince ?? at;
+/**
+ * A failed attempt starts the failing streak if none is running; answers when it started and
+ * whether the endpoint is enabled, as of now (the caller holds its row).
+ */
+export async function markFailing(
+  sql: Queryable,
+  id: string,
+  at: Date,
+): Promise<{ failingSince: Date; enabled: boolean } | undefined> {
+  const [row] = await sql<{ failingSince: Date; enabled: boolean }[]>`
+    update endpoints set failing_since = coalesce(failing_since, ${at}) where id = ${id}
+    returning failing_since, enabled`;
+  return row;
 }
 
 /**
