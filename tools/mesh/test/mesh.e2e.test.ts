@@ -264,7 +264,7 @@ describe("the README walk-through", () => {
     expect(paid?.data).toMatchObject({ id: generated.data[0].id, amount_cents: 1875, gateway_transfer_id: "tr_123" });
     // Ada reads her own partnership with the token the merchant minted: customers masked, the
     // payout line by line.
-    expect(answers.find((answer) => answer.data?.partnership_id)?.data).toMatchObject({
+    expect(answers.find((answer) => answer.data?.joined_at)?.data).toMatchObject({
       status: "active",
       referral_code: "ADA",
     });
