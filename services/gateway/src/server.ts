@@ -29,6 +29,7 @@ import { partnersDirectory } from "./partners-directory.js";
 import { affiliateApiRoutes } from "./routes/affiliate-api.js";
 import { affiliateLoginRoutes } from "./routes/affiliate-login.js";
 import { opsRoutes, type ReadinessReport } from "./routes/ops.js";
+import { loadPortalFiles, type PortalFiles, portalRoutes } from "./routes/portal.js";
 import { stripeReceiverRoutes } from "./routes/stripe-receiver.js";
 import { trackingRoutes } from "./routes/tracking.js";
 import { affiliatesRoutes } from "./routes/v1/affiliates.js";
@@ -64,6 +65,8 @@ export interface GatewayDeps {
   keyCache: KeyCache;
   /** Where partnership figures come from: the ledger's, unless a test gives another. */
   stats?: PartnershipStatsSource;
+  /** The affiliate portal's files: @affiliate/portal's build, unless a test gives others. */
+  portal?: PortalFiles;
 }
 
 export const maxBodyBytes = 1024 * 1024;
@@ -263,6 +266,9 @@ export function buildServer(deps: GatewayDeps): FastifyInstance {
 
   // Stripe's deliveries: no key (the signature is checked by integrations), the body as raw bytes.
   app.register(stripeReceiverRoutes, { integrations: deps.integrations });
+
+  // The affiliate portal's page and assets (contract section 14): no key, its own CSP.
+  app.register(portalRoutes, { files: deps.portal ?? loadPortalFiles() });
 
   // Last: the document describes every route registered before it (and these three).
   let document: OpenApiDocument | undefined;

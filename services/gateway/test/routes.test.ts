@@ -12,6 +12,9 @@ const documented = (document: { paths: Record<string, Record<string, unknown>> }
     Object.keys(operations).map((method) => `${method.toUpperCase()} ${path}`),
   );
 
+/** Pages for people, not API operations: the documentation's and the affiliate portal's. */
+const isPage = (url: string) => ["/docs", "/portal"].some((page) => url === page || url.startsWith(`${page}/`));
+
 describe("the route catalog", () => {
   it("documents every declared route, and nothing else", async () => {
     const { app, call } = createGateway();
@@ -34,17 +37,15 @@ describe("the route catalog", () => {
     );
   });
 
-  it("serves no route that is not declared, but Fastify's implicit HEADs and the documentation pages", async () => {
+  it("serves no route that is not declared, but Fastify's implicit HEADs and the documentation and portal pages", async () => {
     const { app } = createGateway();
     await app.ready();
     const undeclared = app.routeCatalog
       .registered()
       .filter((route) => route.declaration === undefined)
-      .filter((route) => route.method !== "HEAD" && route.url !== "/docs" && !route.url.startsWith("/docs/"));
+      .filter((route) => route.method !== "HEAD" && !isPage(route.url));
     expect(undeclared).toEqual([]);
-    const heads = app.routeCatalog
-      .registered()
-      .filter((route) => route.method === "HEAD" && !route.url.startsWith("/docs"));
+    const heads = app.routeCatalog.registered().filter((route) => route.method === "HEAD" && !isPage(route.url));
     const gets = app.routeCatalog.declared().filter((route) => route.method === "GET");
     expect(heads.map((route) => route.url).sort()).toEqual(gets.map((route) => route.url).sort());
   });

@@ -285,5 +285,16 @@ describe("the README walk-through", () => {
     const receipt = answers.find((answer) => answer.data?.id === erased?.data.erasure_id);
     expect(receipt?.data).toMatchObject({ status: "completed", verified_at: expect.any(String) });
     expect(answers.at(-1)?.data.map((r: { id: string }) => r.id)).toEqual([erased?.data.erasure_id]);
+    // Step 11 prints the portal's address with the token it minted for Ada's partnership.
+    const portal = /^Open (\S+)#token=(apt_\S+)$/m.exec(result.stdout);
+    expect(portal?.[1]).toBe(`${mesh.gatewayUrl}/portal`);
+    const me = await fetch(`${mesh.gatewayUrl}/affiliate/v1/me`, {
+      headers: { authorization: `Bearer ${portal?.[2]}` },
+    });
+    expect(me.status).toBe(200);
+    expect(((await me.json()) as { data: unknown }).data).toMatchObject({
+      referral_code: "ADA",
+      affiliate: { name: "Ada" },
+    });
   });
 });
