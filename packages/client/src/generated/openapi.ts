@@ -1178,7 +1178,7 @@ export interface components {
         CommissionStatus: "pending" | "approved" | "paid" | "rejected" | "refunded";
         UpdateCommissionRequest: {
             /**
-             * @description approve: a pending commission becomes approved (its hold ends early). reject: a pending commission, or an approved one not in a payout, becomes rejected, with its level-2 child.
+             * @description approve: a pending commission becomes approved (its hold ends early), unless a dispute holds it (`hold_reason`): 400 until the dispute closes. reject: a pending commission, or an approved one not in a payout, becomes rejected, with its level-2 child.
              * @enum {string}
              */
             action: "approve" | "reject";
@@ -1423,9 +1423,12 @@ export interface components {
             payment_amount_cents: number;
             /** @description The payout holding it; null until it is bundled. */
             payout_id: string | null;
+            hold_reason: components["schemas"]["HoldReason"];
             /** @description The rule that made it; null only for commissions created before rules were recorded. */
             rule: components["schemas"]["CommissionRule"] | null;
         };
+        /** @description Why the commission is held: `dispute` while its payment's dispute (a chargeback) is open. A held commission keeps its status and amount but is not approved at the end of its hold period and goes into no payout until the dispute closes: won, the hold is lifted; lost, the payment is refunded in full. A commission already in a payout is never held (a lost dispute claws it back instead). null when not held. */
+        HoldReason: "dispute" | null;
         /** @description Frozen at creation: later setting changes never re-rate the commission, and refunds scale its original amount. */
         CommissionRule: {
             /**
@@ -2246,6 +2249,7 @@ export interface components {
             payment_amount_cents: number;
             /** @description The payout holding it; null until it is bundled. */
             payout_id: string | null;
+            hold_reason: components["schemas"]["HoldReason"];
             /** @description The rule that made it; null only for commissions created before rules were recorded. */
             rule: components["schemas"]["CommissionRuleOutput"] | null;
         };
@@ -7562,6 +7566,7 @@ export interface operations {
                         payment_amount_cents: number;
                         /** @description The payout holding it; null until it is bundled. */
                         payout_id: string | null;
+                        hold_reason: components["schemas"]["HoldReason"];
                         /** @description The rule that made it; null only for commissions created before rules were recorded. */
                         rule: components["schemas"]["CommissionRule"] | null;
                         /** @description The payment's level-1 commission. */
