@@ -194,9 +194,13 @@ describe("outbox metrics", () => {
       const publishedBefore = sumOf(waiting, "outbox_published_events_total", { schema });
       const relay = startOutboxRelay({ sql, nats: nc, schema, namespace: events.namespace, logger: silentLogger });
       try {
-        const drained = await eventually("the relay drains the outbox", async () => {
+        // The counter moves once the relay's transaction has committed, just after the rows are
+        // gone: a scrape may fall between the two.
+        const drained = await eventually("the relay drains the outbox and counts it", async () => {
           const samples = await scrape();
-          return sumOf(samples, "outbox_backlog_events", { schema }) === 0 ? samples : undefined;
+          const empty = sumOf(samples, "outbox_backlog_events", { schema }) === 0;
+          const counted = sumOf(samples, "outbox_published_events_total", { schema }) - publishedBefore === 3;
+          return empty && counted ? samples : undefined;
         });
         expect(sumOf(drained, "outbox_oldest_event_age_seconds", { schema })).toBe(0);
         expect(sumOf(drained, "outbox_published_events_total", { schema }) - publishedBefore).toBe(3);

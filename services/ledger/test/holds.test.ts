@@ -1,4 +1,4 @@
-import { newId } from "@affiliate/platform";
+import { newId, type TransactionSql } from "@affiliate/platform";
 import {
   CommissionAction,
   CommissionRefundedSchema,
@@ -356,7 +356,7 @@ describe("holds under concurrency", () => {
   });
 
   /** Runs `work` in a transaction that stays open until the returned `commit` is called. */
-  async function openTransaction(work: (tx: Parameters<Parameters<Harness["sql"]["begin"]>[0]>[0]) => Promise<void>) {
+  async function openTransaction(work: (tx: TransactionSql) => Promise<void>) {
     let commit = () => {};
     const committing = new Promise<void>((resolve) => {
       commit = resolve;
