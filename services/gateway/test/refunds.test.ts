@@ -392,13 +392,14 @@ describe("POST /api/v1/refunds idempotency", () => {
     expect(gateway.ledger.refunded.get(commission.id)).toBe(1000n);
   });
 
-  it("answers 409 { error } while the key's first request is still in progress", async () => {
+  it("answers 409 { error, details.reason } while the key's first request is still in progress", async () => {
     const { call, commission, ledger } = refundGateway();
     ledger.failures.set(
       "refund",
       toConnectError(
         DomainError.withInfo("aborted", "A request with this idempotency key is still in progress; retry later", {
           reason: "idempotency_key_in_progress",
+          details: { reason: "idempotency_key_in_progress" },
         }),
       ),
     );
@@ -408,6 +409,7 @@ describe("POST /api/v1/refunds idempotency", () => {
     expect(response.statusCode).toBe(409);
     expect(response.json()).toEqual({
       error: "A request with this idempotency key is still in progress; retry later",
+      details: { reason: "idempotency_key_in_progress" },
     });
   });
 

@@ -94,8 +94,11 @@ export async function onceForKey<T extends object>(
 
 /** The 409 of a key whose request is running (or outlived its lease and was taken over). */
 function inProgress(): DomainError {
+  // The reason travels in the public details too: a client tells this 409 (retry later with the
+  // same key) from a key reused for another request (never retry) without reading the text.
   return DomainError.withInfo("aborted", "A request with this idempotency key is still in progress; retry later", {
     reason: "idempotency_key_in_progress",
+    details: { reason: "idempotency_key_in_progress" },
   });
 }
 
