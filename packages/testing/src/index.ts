@@ -1,4 +1,3 @@
-export * from "./clusters.js";
 export * from "./database.js";
 export * from "./fault-proxy.js";
 export * from "./front-balancer.js";
