@@ -1,32 +1,21 @@
-import { migrationsDirectory, routes } from "@affiliate/notifier/server";
-import { createLogger, createSql, errorMapping, migrate, PageTokens, type Sql } from "@affiliate/platform";
+import type { Sql } from "@affiliate/platform";
 import { deliveryDetailResponseSchema, deliveryListResponseSchema } from "@affiliate/rest-shapes/schemas/webhooks";
-import { createTestDatabase, type TestDatabase } from "@affiliate/testing";
-import { createRouterTransport } from "@connectrpc/connect";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createGateway, expectBody, type TestGateway } from "./support/harness.js";
+import { expectBody, type TestGateway } from "./support/harness.js";
+import { type RealNotifierGateway, startRealNotifierGateway } from "./support/real-notifier.js";
 
 // Why a delivery failed, through the gateway (issue 23 item 6): the real notifier's routes over
 // an in-memory transport and real Postgres; the attempts as the notifier's worker records them.
-let database: TestDatabase;
 let sql: Sql;
 let gateway: TestGateway;
 
+let notifier: RealNotifierGateway;
+
 beforeAll(async () => {
-  database = await createTestDatabase();
-  sql = createSql(database.url, { schema: "notifier", max: 4, applicationName: "gateway-webhook-failures-test" });
-  await migrate(sql, "notifier", migrationsDirectory);
-  const logger = createLogger("gateway-webhook-failures-test", "silent");
-  const transport = createRouterTransport(
-    routes({ sql, clock: () => new Date(), allowPrivate: false, pageTokens: new PageTokens("test-page-token-secret") }),
-    { router: { interceptors: [errorMapping(logger)] } },
-  );
-  gateway = createGateway({ notifierTransport: transport });
+  notifier = await startRealNotifierGateway("gateway-webhook-failures-test");
+  ({ sql, gateway } = notifier);
 });
-afterAll(async () => {
-  await sql.end();
-  await database.drop();
-});
+afterAll(() => notifier.stop());
 
 describe("GET /api/v1/webhooks/:id/deliveries", () => {
   it("says why attempts got no answer: last_error on the delivery, error on each attempt; null when answered", async () => {

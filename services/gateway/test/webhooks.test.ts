@@ -1,5 +1,3 @@
-import { migrationsDirectory, routes } from "@affiliate/notifier/server";
-import { createLogger, createSql, errorMapping, migrate, PageTokens, type Sql } from "@affiliate/platform";
 import { validationErrorSchema } from "@affiliate/rest-shapes/schemas/common";
 import {
   createdWebhookResponseSchema,
@@ -8,31 +6,20 @@ import {
   deliveryResponseSchema,
   webhookResponseSchema,
 } from "@affiliate/rest-shapes/schemas/webhooks";
-import { createTestDatabase, type TestDatabase } from "@affiliate/testing";
-import { createRouterTransport } from "@connectrpc/connect";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createGateway, expectBody, type TestGateway } from "./support/harness.js";
+import { expectBody, type TestGateway } from "./support/harness.js";
+import { type RealNotifierGateway, startRealNotifierGateway } from "./support/real-notifier.js";
 
 // The webhook routes against the real notifier (in-memory transport, real Postgres).
-let database: TestDatabase;
-let sql: Sql;
 let gateway: TestGateway;
 
+let notifier: RealNotifierGateway;
+
 beforeAll(async () => {
-  database = await createTestDatabase();
-  sql = createSql(database.url, { schema: "notifier", max: 4, applicationName: "gateway-webhooks-test" });
-  await migrate(sql, "notifier", migrationsDirectory);
-  const logger = createLogger("gateway-webhooks-test", "silent");
-  const transport = createRouterTransport(
-    routes({ sql, clock: () => new Date(), allowPrivate: false, pageTokens: new PageTokens("test-page-token-secret") }),
-    { router: { interceptors: [errorMapping(logger)] } },
-  );
-  gateway = createGateway({ notifierTransport: transport });
+  notifier = await startRealNotifierGateway("gateway-webhooks-test");
+  gateway = notifier.gateway;
 });
-afterAll(async () => {
-  await sql.end();
-  await database.drop();
-});
+afterAll(() => notifier.stop());
 
 describe("/api/v1/webhooks", () => {
   it("creates an endpoint (201 with the secret, shown once), reads, updates, tests, lists deliveries, deletes", async () => {
