@@ -1,5 +1,5 @@
 // As privacy's and payouts' tests do: the ledger has no package entry points, so its build output is imported.
-import { CachedPartnersDirectory } from "@affiliate/ledger/dist/partners-directory.js";
+import { CachedPartnersDirectory } from "@affiliate/ledger/dist/rpc/partners-directory.js";
 import * as ledgerServer from "@affiliate/ledger/dist/server.js";
 import * as partnersServer from "@affiliate/partners/server";
 import {

@@ -6,7 +6,7 @@
  */
 
 import { consumePayoutEvents } from "@affiliate/ledger/dist/events/payout-events.js";
-import { CachedPartnersDirectory } from "@affiliate/ledger/dist/partners-directory.js";
+import { CachedPartnersDirectory } from "@affiliate/ledger/dist/rpc/partners-directory.js";
 import * as ledgerServer from "@affiliate/ledger/dist/server.js";
 import * as partnersServer from "@affiliate/partners/server";
 import {

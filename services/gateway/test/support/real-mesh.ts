@@ -1,5 +1,5 @@
 import * as integrationsServer from "@affiliate/integrations/server";
-import { CachedPartnersDirectory } from "@affiliate/ledger/dist/partners-directory.js";
+import { CachedPartnersDirectory } from "@affiliate/ledger/dist/rpc/partners-directory.js";
 import * as ledgerServer from "@affiliate/ledger/dist/server.js";
 import * as notifierServer from "@affiliate/notifier/server";
 import * as partnersServer from "@affiliate/partners/server";
