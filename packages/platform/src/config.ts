@@ -1,9 +1,68 @@
 import { z } from "zod";
 
+/** The values of `target_session_attrs` the pool (postgres.js) understands. */
+const sessionAttributes = ["read-write", "primary", "read-only", "standby", "prefer-standby"];
+
+/**
+ * A Postgres URL naming one server or several, comma-separated in the host part as libpq takes
+ * them. With several, `target_session_attrs=primary` (or `read-write`) makes every connection
+ * keep only the server that accepts writes: after a failover the pool finds the promoted standby
+ * by itself. Without it, a connection could stay on a standby and every write would fail.
+ */
+function databaseUrl() {
+  return z.string().superRefine((value, context) => {
+    const match = /^(postgres(?:ql)?:\/\/(?:[^@/?#]*@)?)([^/?#]+)(.*)$/.exec(value);
+    const hosts = match?.[2]?.split(",") ?? [];
+    const first = match ? `${match[1]}${hosts[0]}${match[3]}` : "";
+    if (!match || !URL.canParse(first) || hosts.some((host) => !/^(\[[^\]]+\]|[^:[\]]+)(:\d{1,5})?$/.test(host))) {
+      context.addIssue({
+        code: "custom",
+        message: "must be a postgres:// URL, with one host or several separated by commas (host1:5432,host2:5432)",
+      });
+      return;
+    }
+    const attributes = new URL(first).searchParams.get("target_session_attrs");
+    if (attributes !== null && !sessionAttributes.includes(attributes)) {
+      context.addIssue({
+        code: "custom",
+        message: `target_session_attrs must be one of ${sessionAttributes.join(", ")}`,
+      });
+    } else if (hosts.length > 1 && attributes !== "primary" && attributes !== "read-write") {
+      context.addIssue({
+        code: "custom",
+        message: "names several hosts: add ?target_session_attrs=primary so that only the primary is used",
+      });
+    }
+  });
+}
+
+/** One NATS URL, or several of one cluster separated by commas. */
+function natsUrls() {
+  return z.string().refine(
+    (value) =>
+      value.split(",").every((entry) => {
+        const server = entry.trim();
+        return URL.canParse(server.includes("://") ? server : `nats://${server}`);
+      }),
+    { message: "must be a NATS URL (nats://host:4222), or several separated by commas" },
+  );
+}
+
 /** Settings every service reads. Service-specific settings extend this shape. */
 export const baseConfigShape = {
-  DATABASE_URL: z.string().url().default("postgres://postgres@127.0.0.1:5432/postgres"),
-  NATS_URL: z.string().default("nats://127.0.0.1:4222"),
+  /**
+   * One Postgres server, or several (`postgres://u@pg-1:5432,pg-2:5432/db?target_session_attrs=primary`):
+   * see databaseUrl.
+   */
+  DATABASE_URL: databaseUrl().default("postgres://postgres@127.0.0.1:5432/postgres"),
+  /** One NATS server, or several of one cluster separated by commas (nats.js fails over between them). */
+  NATS_URL: natsUrls().default("nats://127.0.0.1:4222"),
+  /**
+   * Replicas of every JetStream stream the service creates: 1 on a single server, 3 on a
+   * clustered NATS so that a lost node loses no event. A stream that exists with fewer is kept as
+   * it is and the service warns at start (raising it is an operator's `nats stream edit`).
+   */
+  EVENTS_REPLICAS: z.coerce.number().int().min(1).max(5).default(1),
   /**
    * Prefix for JetStream stream names and subjects. Empty in production; tests and benches set
    * a unique one so that runs sharing one NATS server never see each other's events.

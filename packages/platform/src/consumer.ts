@@ -1,6 +1,13 @@
 import type { DomainEvent } from "@affiliate/proto/events";
 import { type DescMessage, fromBinary, type MessageShape } from "@bufbuild/protobuf";
-import { AckPolicy, DeliverPolicy, type JetStreamClient, type JetStreamManager, type JsMsg } from "nats";
+import {
+  AckPolicy,
+  ConsumerEvents,
+  DeliverPolicy,
+  type JetStreamClient,
+  type JetStreamManager,
+  type JsMsg,
+} from "nats";
 import { Counter, Gauge } from "prom-client";
 import type { Sql, TransactionSql } from "./db.js";
 import { domainSubject, streamRetentionMs, wireSubject } from "./events.js";
@@ -135,7 +142,9 @@ export async function startDurableConsumer(options: DurableConsumerOptions): Pro
     max_deliver: -1,
   });
   const consumer = await js.consumers.get(stream, durable);
-  const messages = await consumer.consume({ max_messages: decidingAtOnce });
+  // Pulls renewed every 5 s (heartbeats every 2.5 s) rather than JetStream's 30 s: when the node
+  // leading the consumer is lost, a pull it held is renewed with the new leader within seconds.
+  const messages = await consumer.consume({ max_messages: decidingAtOnce, expires: 5000 });
   const stopSampling = sampleOnScrape(`consumer ${durable}`, async () => {
     const info = await jsm.consumers.info(stream, durable);
     pending.set({ durable }, info.num_pending);
@@ -258,7 +267,21 @@ export interface FollowOptions {
   namespace: string;
   logger: Logger;
   handle(message: { subject: string; data: Uint8Array }): void;
+  /**
+   * Called when the consumer has gone silent: no event and no heartbeat from the server for about
+   * `followHeartbeatMs` twice. It happens when the NATS node holding the (memory, one-replica)
+   * consumer is lost while the connection stays with another node, and nothing else would tell:
+   * events would stop arriving without a disconnect.
+   */
+  onSilent?(): void;
 }
+
+/**
+ * How often the server proves an idle follow alive (JetStream idle heartbeats). Two missed in a
+ * row make onSilent: about a second, so a cache kept by a follow stops trusting itself well
+ * within the 2 s a rotated key may still pass.
+ */
+export const followHeartbeatMs = 500;
 
 /** A running follow of a subject. */
 export interface Follow {
@@ -280,7 +303,13 @@ export async function followEvents(options: FollowOptions): Promise<Follow> {
     filterSubjects: wireSubject(options.namespace, options.subject),
     deliver_policy: DeliverPolicy.New,
   });
-  const messages = await consumer.consume();
+  // Each pull lasts 2 heartbeats, the shortest JetStream takes.
+  const messages = await consumer.consume({ expires: 2 * followHeartbeatMs, idle_heartbeat: followHeartbeatMs });
+  void (async () => {
+    for await (const status of await messages.status()) {
+      if (status.type === ConsumerEvents.HeartbeatsMissed) options.onSilent?.();
+    }
+  })().catch(() => undefined);
   const ended = (async () => {
     for await (const msg of messages) {
       try {

@@ -1,8 +1,11 @@
 import { hostname } from "node:os";
+import { setTimeout as sleep } from "node:timers/promises";
 import postgres from "postgres";
-import { commitReserveMs, currentDeadline, type Deadline } from "./deadline.js";
+import { Counter } from "prom-client";
+import { commitReserveMs, currentDeadline, Deadline } from "./deadline.js";
 import { DomainError } from "./errors.js";
 import { stringifyExact } from "./exact-json.js";
+import { metricsRegistry } from "./metrics.js";
 import { instrumentSql } from "./sql-tracing.js";
 
 export type Sql = postgres.Sql<Record<string, never>>;
@@ -75,18 +78,28 @@ const processApplicationName = (service: string) => `${service} ${hostname()}:${
  * One pool per service, bound to the service's schema. Rows come back in camelCase. Queries and
  * transactions made inside a trace are client spans (sql-tracing.ts).
  *
+ * `url` may name several servers (`postgres://u@pg-1:5432,pg-2:5432/db?target_session_attrs=primary`,
+ * or `read-write`): each connection tries them in turn and keeps only the primary, so after a
+ * failover the pool reconnects to the promoted standby by itself.
+ *
  * Its transactions keep the deadline of the RPC being served (see deadline.ts): `sql.begin`
  * inside a call with a deadline bounds every statement and lock wait by what is left of it, and
  * rolls back instead of committing when the work ends too close to it. So a caller told
  * DEADLINE_EXCEEDED (or UNAVAILABLE) knows nothing was applied; only a connection lost while the
  * COMMIT was on its way leaves the outcome unknown, and says so (DomainError "outcome_unknown").
  * Outside an RPC (consumers, periodic jobs) transactions are unbounded, as before.
+ *
+ * A transaction that meets a conflict Postgres resolves by aborting one side (a deadlock, a
+ * serialization failure) or a server that turned read-only under it (a failover) is run again
+ * from the start, while the deadline leaves time for it (see retryConflicts): `work` must keep
+ * its effects inside the transaction, as it must anyway for a rollback to undo them.
  */
 export function createSql(url: string, options: SqlOptions): Sql {
   const sql = postgres(url, {
     max: options.max ?? 10,
     idle_timeout: 30,
     connect_timeout: 5,
+    backoff: reconnectDelaySeconds,
     transform: postgres.camel,
     types: { int8: int8AsNumber, numeric: numericAsBigint, json: jsonExact },
     connection: { search_path: options.schema, application_name: processApplicationName(options.applicationName) },
@@ -98,6 +111,15 @@ export function createSql(url: string, options: SqlOptions): Sql {
   return instrumentSql(boundByDeadlines(sql));
 }
 
+/**
+ * How long a connection that closed on an error waits before it connects again: 0.1 to 0.5 s,
+ * at random so a pool's connections do not all knock at once. postgres.js's own delay grows
+ * with every connection of the pool that closed on an error since the last success (3^n / 100 s,
+ * up to 20 s), so a pool of ten that lost its primary would wait 10 to 20 s before trying the
+ * promoted standby: measured, a failover that was over in 1 s kept the mesh answering 503 for 10.
+ */
+const reconnectDelaySeconds = () => 0.1 + Math.random() * 0.4;
+
 type Begin = (options: string, work: (tx: TransactionSql) => unknown) => Promise<unknown>;
 
 function boundByDeadlines(sql: Sql): Sql {
@@ -106,9 +128,52 @@ function boundByDeadlines(sql: Sql): Sql {
     const work = args.at(-1) as (tx: TransactionSql) => unknown;
     const mode = args.length > 1 ? (args[0] as string) : "";
     const deadline = currentDeadline();
-    return deadline ? beginWithin(begin, deadline, mode, work) : begin(mode, work);
+    return retryConflicts(deadline, () => (deadline ? beginWithin(begin, deadline, mode, work) : begin(mode, work)));
   };
   return Object.assign(sql, { begin: bounded as unknown as Sql["begin"] });
+}
+
+/**
+ * Postgres errors after which the same transaction, run again, is expected to succeed: nothing
+ * of it was applied. A deadlock and a serialization failure abort one of the transactions that
+ * met; a read-only transaction is a connection to a server that is no longer (or not yet) the
+ * primary, seen during a failover.
+ */
+const conflictCodes = new Set(["40P01", "40001", "25006"]);
+
+const conflicts = new Counter({
+  name: "db_transaction_conflicts_total",
+  help: "Transactions aborted by Postgres and run again, by SQLSTATE: 40P01 deadlock, 40001 serialization failure, 25006 read-only (a failover).",
+  labelNames: ["code"],
+  registers: [metricsRegistry],
+});
+
+/** How long a transaction outside any deadline (a consumer, a job) keeps retrying conflicts. */
+const conflictRetryBudgetMs = 10_000;
+
+/**
+ * Runs `attempt` (one whole transaction) again while it fails with a conflict code, after a short
+ * random pause (so the two sides of a deadlock do not meet again in step), for as long as the
+ * deadline leaves a commit's time after the pause. Out of time, the answer is "deadline exceeded":
+ * nothing was applied, and the caller hears a 503 it may retry rather than a 500.
+ */
+async function retryConflicts<T>(deadline: Deadline | undefined, attempt: () => Promise<T>): Promise<T> {
+  const giveUpAt = deadline ?? Deadline.in(conflictRetryBudgetMs);
+  for (let tries = 1; ; tries++) {
+    try {
+      return await attempt();
+    } catch (error) {
+      const code = error instanceof postgres.PostgresError ? error.code : "";
+      if (!conflictCodes.has(code)) throw error;
+      conflicts.inc({ code });
+      const pauseMs = Math.random() * Math.min(10 * 2 ** tries, 500);
+      if (giveUpAt.remainingMs() - commitReserveMs <= pauseMs) {
+        if (deadline) throw DomainError.deadlineExceeded();
+        throw error;
+      }
+      await sleep(pauseMs);
+    }
+  }
 }
 
 async function beginWithin(
@@ -155,6 +220,35 @@ async function beginWithin(
   }
 }
 
+/**
+ * Whether the pool reaches a primary that accepts writes, answered within `withinMs`: false while
+ * no server answers (a primary killed, its standby not yet promoted) or while the one reached is
+ * read-only (a standby, or a URL still pointing at the old primary). Readiness asks it, so a
+ * replica takes no traffic until its pool has found the new primary after a failover.
+ */
+export async function reachesWritablePrimary(sql: Sql, withinMs = 2000): Promise<boolean> {
+  const query = sql<{ writable: boolean }[]>`
+    select not pg_catalog.pg_is_in_recovery() and current_setting('transaction_read_only') = 'off' as writable`;
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<undefined>((resolve) => {
+    timer = setTimeout(() => resolve(undefined), withinMs);
+  });
+  try {
+    const rows = await Promise.race([query, late]);
+    if (rows === undefined) {
+      // Still waiting for a connection: take it out of the queue rather than let it wait on.
+      query.cancel();
+      return false;
+    }
+    return rows[0]?.writable === true;
+  } catch {
+    return false;
+  } finally {
+    clearTimeout(timer);
+    query.catch(() => undefined);
+  }
+}
+
 /** statement_timeout and lock_timeout, as set from the deadline. */
 const deadlineCodes = new Set(["57014", "55P03"]);
 
@@ -164,6 +258,7 @@ export const PgCode = {
   foreignKeyViolation: "23503",
   serializationFailure: "40001",
   deadlockDetected: "40P01",
+  readOnlyTransaction: "25006",
 } as const;
 
 /** The violated constraint's name when `error` is a unique violation, else undefined. */
@@ -189,6 +284,7 @@ export function isConnectionError(error: unknown): boolean {
     "CONNECTION_ENDED",
     "CONNECTION_DESTROYED",
     "57P01",
+    "57P02",
     "57P03",
   ].includes(code);
 }

@@ -8,10 +8,13 @@ import {
   type JetStreamManager,
   type JsMsg,
   type NatsConnection,
+  NatsError,
   RetentionPolicy,
   StorageType,
+  type StreamInfo,
 } from "nats";
 import type { Queryable } from "./db.js";
+import type { Logger } from "./logger.js";
 import { currentTraceHeaders } from "./tracing.js";
 
 /** Where a service's events live: one stream per owning service, subjects `<service>.>`. */
@@ -36,21 +39,46 @@ export function domainSubject(namespace: string, subject: string): string {
   return namespace && subject.startsWith(`${namespace}.`) ? subject.slice(namespace.length + 1) : subject;
 }
 
+/**
+ * Connects to NATS at `url`: one server, or several of one cluster separated by commas. The
+ * connection learns the cluster's other members from the server it reaches, and after losing a
+ * server reconnects to another one (taken at random, so replicas spread over the nodes), for as
+ * long as the process runs.
+ */
 export async function connectNats(url: string, name: string): Promise<NatsConnection> {
-  return connect({ servers: url, name, maxReconnectAttempts: -1, reconnectTimeWait: 500 });
+  return connect({
+    servers: url.split(",").map((server) => server.trim()),
+    name,
+    maxReconnectAttempts: -1,
+    reconnectTimeWait: 500,
+  });
 }
 
 /** How long a stream keeps an event: also how long a consumer must remember having applied it. */
 export const streamRetentionMs = 7 * 24 * 3600 * 1000;
 
+export interface EnsureStreamOptions {
+  /** Replicas of a stream created now (EVENTS_REPLICAS); default 1. */
+  replicas?: number;
+  /** Told when the existing stream keeps fewer replicas than asked. */
+  logger?: Pick<Logger, "warn">;
+}
+
 /**
- * Creates the service's stream if missing (with one replica), else brings its settings up to date
- * and keeps its replica count. Messages are kept for 7 days at most: long enough
- * for a consumer that was down to catch up, short enough that customer emails carried by
- * events do not linger (erasure also purges them).
+ * Creates the service's stream if missing (with `replicas` replicas, on that many nodes of a
+ * clustered NATS), else brings its settings up to date and keeps its replica count: a stream with
+ * fewer replicas than asked is left as it is, with a warning saying so and how to raise it (a
+ * change of placement is the operator's to make, at a quiet moment). Messages are kept for 7 days
+ * at most: long enough for a consumer that was down to catch up, short enough that customer emails
+ * carried by events do not linger (erasure also purges them).
  */
-export async function ensureStream(jsm: JetStreamManager, name: EventStreamName): Promise<string> {
+export async function ensureStream(
+  jsm: JetStreamManager,
+  name: EventStreamName,
+  options: EnsureStreamOptions = {},
+): Promise<string> {
   const stream = streamName(name);
+  const replicas = options.replicas ?? 1;
   const config = {
     name: stream,
     subjects: [wireSubject(name.namespace, `${name.service}.>`)],
@@ -59,16 +87,37 @@ export async function ensureStream(jsm: JetStreamManager, name: EventStreamName)
     max_age: streamRetentionMs * 1e6,
     duplicate_window: 120 * 1e9,
   };
+  let existing: StreamInfo | undefined;
   try {
-    const existing = await jsm.streams.info(stream);
-    // Keeps the replica count an operator gave the stream (`nats stream edit <stream> --replicas 3`
-    // on a clustered NATS, deploy/README.md): an update without one would scale it back to 1.
-    await jsm.streams.update(stream, { ...config, num_replicas: existing.config.num_replicas });
-  } catch {
-    await jsm.streams.add(config);
+    existing = await jsm.streams.info(stream);
+  } catch (error) {
+    if (!(error instanceof NatsError && error.api_error?.err_code === streamNotFound)) throw error;
   }
+  if (!existing) {
+    try {
+      await jsm.streams.add({ ...config, num_replicas: replicas });
+      return stream;
+    } catch (error) {
+      // Another service (or replica) created it meanwhile: bring it up to date below.
+      existing = await jsm.streams.info(stream).catch(() => {
+        throw error;
+      });
+    }
+  }
+  const kept = existing.config.num_replicas;
+  if (kept < replicas) {
+    options.logger?.warn(
+      { stream, replicas: kept, wanted: replicas },
+      `stream ${stream} has ${kept} replica(s), fewer than EVENTS_REPLICAS=${replicas}: a lost NATS node can lose its events; raise it with \`nats stream edit ${stream} --replicas ${replicas}\``,
+    );
+  }
+  // An update without num_replicas would scale the stream back to 1.
+  await jsm.streams.update(stream, { ...config, num_replicas: kept });
   return stream;
 }
+
+/** JetStream's error code for "stream not found". */
+const streamNotFound = 10059;
 
 /**
  * Writes an event into the outbox of the transaction `tx`: it is published if and only if the

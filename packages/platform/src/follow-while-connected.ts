@@ -115,6 +115,13 @@ export function followWhileConnected(options: FollowWhileConnectedOptions): { st
           namespace: options.namespace,
           logger,
           handle: options.handle,
+          // The node holding the consumer was lost (the connection is with another one): events
+          // would stop arriving unannounced, so trust goes now and a new consumer is made.
+          onSilent: () => {
+            if (following === undefined || mine !== attempt || stopping.signal.aborted) return;
+            logger.warn({ stream, purpose }, "event consumer silent; cache bypassed, following afresh");
+            void startFollowing(nc);
+          },
         });
         if (mine !== attempt || stopping.signal.aborted) {
           await started.stop();

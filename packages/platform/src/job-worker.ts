@@ -1,6 +1,7 @@
 import { randomUUID } from "node:crypto";
+import { setTimeout as pause } from "node:timers/promises";
 import { Counter, Gauge } from "prom-client";
-import type { Sql, TransactionSql } from "./db.js";
+import { isConnectionError, type Sql, type TransactionSql } from "./db.js";
 import type { Logger } from "./logger.js";
 import { metricsRegistry, sampleOnScrape } from "./metrics.js";
 
@@ -106,6 +107,11 @@ export interface JobWorker {
  * loses nothing (the row is still due and its lease runs out) and never runs a job twice at
  * once (a second claim needs the first lease to have ended, and the run is aborted before it
  * does). Woken by NOTIFY on insert, so a new job starts at once instead of at the next poll.
+ *
+ * A lost database connection (a failover) strands nothing until its lease ends: a claim whose
+ * answer was lost is adopted by the worker's next claim (its lease token is known here), and an
+ * outcome that could not be recorded is recorded again once the pool has reconnected, so a
+ * webhook that was sent is not sent a second time a minute later.
  */
 export function startJobWorker<Row extends JobRow>(options: JobWorkerOptions<Row>): JobWorker {
   const { sql, table, logger } = options;
@@ -124,51 +130,79 @@ export function startJobWorker<Row extends JobRow>(options: JobWorkerOptions<Row
   // candidates (an index on the group column where leased_until is not null serves it). Joined,
   // a table never analysed, or analysed while small, was read whole at every claim: the
   // notifier's deliveries, 2,790 sequential scans in 4 minutes of load.
-  const claim = async (limit: number): Promise<Row[]> =>
+  // Tokens of claims that failed, with when their leases end: a claim can commit and its answer
+  // be lost with the connection, leaving rows leased to no one until then. The next claim adopts
+  // whatever still carries one of them (the token is ours alone, so nothing else is taken).
+  const unanswered = new Map<string, number>();
+  const claim = async (limit: number): Promise<Row[]> => {
+    const token = randomUUID();
+    const lost = [...unanswered].filter(([, endsAt]) => endsAt > Date.now()).map(([lostToken]) => lostToken);
+    try {
+      const rows = await claimWith(token, lost, limit);
+      for (const lostToken of lost) unanswered.delete(lostToken);
+      return rows;
+    } catch (error) {
+      unanswered.set(token, Date.now() + leaseMs);
+      throw error;
+    }
+  };
+
+  const claimWith = async (token: string, lost: string[], limit: number): Promise<Row[]> =>
     (await sql.begin(async (tx) => {
       const now = clock();
       const until = new Date(now.getTime() + leaseMs);
-      const token = randomUUID();
-      const group = options.perGroup;
-      if (!group) {
-        return tx`
-          update ${tx(table)} set leased_until = ${until}, lease_token = ${token}
-          where id = any(array(
-            select id from ${tx(table)}
-            where next_attempt_at <= ${now} and (leased_until is null or leased_until <= ${now})
-            order by next_attempt_at limit ${limit} for update skip locked))
-          returning *`;
-      }
-      // A group's cap counts leases held by every worker, so claims of this table take turns
-      // (the lock lasts one short statement); the ranking then admits only what fits.
-      await tx`select pg_advisory_xact_lock(hashtext(${`job-claim:${options.schema}.${table}`}))`;
-      const column = tx(group.column);
+      // Adopted rows may take a group past its cap by what the lost claim held: it counted them.
+      const adopted = lost.length
+        ? await tx<Row[]>`
+            update ${tx(table)} set leased_until = ${until}, lease_token = ${token}
+            where lease_token = any(${lost}) and leased_until > ${now}
+            returning *`
+        : [];
+      const room = limit - adopted.length;
+      return room > 0 ? [...adopted, ...(await claimDue(tx, token, now, until, room))] : adopted;
+    })) as unknown as Row[];
+
+  const claimDue = async (tx: TransactionSql, token: string, now: Date, until: Date, limit: number) => {
+    const group = options.perGroup;
+    if (!group) {
       return tx`
-        with candidates as materialized (
-          select id, ${column} as grp, next_attempt_at from ${tx(table)}
-          where next_attempt_at <= ${now} and (leased_until is null or leased_until <= ${now})
-          order by next_attempt_at limit ${limit * 20}),
-        busy as (
-          select grp, (select count(*) from ${tx(table)} held
-                       where held.${column} = groups.grp and held.leased_until > ${now}) as held
-          from (select distinct grp from candidates) groups),
-        due as (
-          select id, grp, next_attempt_at,
-                 row_number() over (partition by grp order by next_attempt_at, id) as rank
-          from candidates)
         update ${tx(table)} set leased_until = ${until}, lease_token = ${token}
         where id = any(array(
-          select due.id from due join busy using (grp)
-          where due.rank + busy.held <= ${group.maxInFlight}
-          order by due.next_attempt_at limit ${limit}))
+          select id from ${tx(table)}
+          where next_attempt_at <= ${now} and (leased_until is null or leased_until <= ${now})
+          order by next_attempt_at limit ${limit} for update skip locked))
         returning *`;
-    })) as unknown as Row[];
+    }
+    // A group's cap counts leases held by every worker, so claims of this table take turns
+    // (the lock lasts one short statement); the ranking then admits only what fits.
+    await tx`select pg_advisory_xact_lock(hashtext(${`job-claim:${options.schema}.${table}`}))`;
+    const column = tx(group.column);
+    return tx`
+      with candidates as materialized (
+        select id, ${column} as grp, next_attempt_at from ${tx(table)}
+        where next_attempt_at <= ${now} and (leased_until is null or leased_until <= ${now})
+        order by next_attempt_at limit ${limit * 20}),
+      busy as (
+        select grp, (select count(*) from ${tx(table)} held
+                     where held.${column} = groups.grp and held.leased_until > ${now}) as held
+        from (select distinct grp from candidates) groups),
+      due as (
+        select id, grp, next_attempt_at,
+               row_number() over (partition by grp order by next_attempt_at, id) as rank
+        from candidates)
+      update ${tx(table)} set leased_until = ${until}, lease_token = ${token}
+      where id = any(array(
+        select due.id from due join busy using (grp)
+        where due.rank + busy.held <= ${group.maxInFlight}
+        order by due.next_attempt_at limit ${limit}))
+      returning *`;
+  };
 
   const runOne = async (row: Row) => {
     const abort = new AbortController();
     // Stop the run a little before the lease ends: past it, another claim may start the job.
     const timer = setTimeout(() => abort.abort(new Error("job lease ending")), Math.max(leaseMs - 5000, leaseMs / 2));
-    const finish = async (record: (tx: TransactionSql) => Promise<void>, finishOptions?: FinishOptions) =>
+    const recordOnce = (record: (tx: TransactionSql) => Promise<void>, finishOptions?: FinishOptions) =>
       sql.begin(async (tx) => {
         await finishOptions?.lockFirst?.(tx);
         const [held] = await tx`
@@ -178,6 +212,19 @@ export function startJobWorker<Row extends JobRow>(options: JobWorkerOptions<Row
         await tx`update ${tx(table)} set leased_until = null, lease_token = null where id = ${row.id}`;
         return true;
       });
+    // The work is done (the webhook sent): its outcome is recorded even if the database is lost
+    // meanwhile, by trying again while the lease lasts. Fenced by the token, a second try after
+    // a first that did commit records nothing (and answers false).
+    const finish = async (record: (tx: TransactionSql) => Promise<void>, finishOptions?: FinishOptions) => {
+      for (;;) {
+        try {
+          return (await recordOnce(record, finishOptions)) as boolean;
+        } catch (error) {
+          if (!isConnectionError(error) || abort.signal.aborted) throw error;
+          await pause(250);
+        }
+      }
+    };
     let recorded: boolean | undefined;
     running.inc({ table });
     try {

@@ -8,7 +8,7 @@ import { create } from "@bufbuild/protobuf";
 import { Code, ConnectError, type ConnectRouter, type Interceptor, type ServiceImpl } from "@connectrpc/connect";
 import { connectNodeAdapter } from "@connectrpc/connect-node";
 import type { NatsConnection } from "nats";
-import { isConnectionError, type Sql } from "./db.js";
+import { isConnectionError, reachesWritablePrimary, type Sql } from "./db.js";
 import { commitReserveMs, Deadline, withDeadline } from "./deadline.js";
 import { DomainError, toConnectError } from "./errors.js";
 import type { Logger } from "./logger.js";
@@ -19,13 +19,12 @@ import { serverTracing } from "./tracing.js";
 /** Answers whether the process can serve: its database and broker respond. */
 export type ReadinessCheck = () => Promise<boolean>;
 
-/** The readiness of a service with a schema and events: its database answers and NATS is not closed. */
+/**
+ * The readiness of a service with a schema and events: NATS is not closed and its pool reaches a
+ * writable primary (after a failover, only once it has found the promoted standby).
+ */
 export function databaseAndBrokerReady(sql: Sql, nats: NatsConnection): ReadinessCheck {
-  return async () => {
-    if (nats.isClosed()) return false;
-    await sql`select 1`;
-    return true;
-  };
+  return async () => !nats.isClosed() && (await reachesWritablePrimary(sql));
 }
 
 /**

@@ -54,7 +54,13 @@ export async function startServiceProcess(options: ServiceProcessOptions): Promi
   const nats = await connectNats(config.NATS_URL, name);
   const jsm = await nats.jetstreamManager();
   const streams = [...(options.publishes ? [name] : []), ...(options.consumes ?? [])];
-  for (const service of new Set(streams)) await ensureStream(jsm, { service, namespace: config.EVENTS_NAMESPACE });
+  for (const service of new Set(streams)) {
+    await ensureStream(
+      jsm,
+      { service, namespace: config.EVENTS_NAMESPACE },
+      { replicas: config.EVENTS_REPLICAS, logger },
+    );
+  }
   const relay = options.publishes
     ? startOutboxRelay({ sql, nats, schema, namespace: config.EVENTS_NAMESPACE, logger })
     : undefined;

@@ -237,6 +237,7 @@ describe("loadConfig", () => {
       DATABASE_URL: "postgres://svc@db.internal:5432/affiliate",
       NATS_URL: "nats://nats.internal:4222",
       EVENTS_NAMESPACE: "t_abc",
+      EVENTS_REPLICAS: 1,
       LOG_LEVEL: "warn",
       PORT: 9090,
     });
@@ -246,6 +247,33 @@ describe("loadConfig", () => {
     }).toThrow(TypeError);
     expectTypeOf(config.PORT).toEqualTypeOf<number>();
     expectTypeOf(config.LOG_LEVEL).toEqualTypeOf<"fatal" | "error" | "warn" | "info" | "debug" | "trace" | "silent">();
+  });
+
+  it("takes clusters: several NATS servers, several Postgres hosts that keep only the primary, stream replicas", () => {
+    const cluster = {
+      DATABASE_URL: "postgres://svc:pw@pg-1.internal:5432,pg-2.internal:5433/affiliate?target_session_attrs=primary",
+      NATS_URL: "nats://nats-0:4222, nats://nats-1:4222,nats://nats-2:4222",
+      EVENTS_REPLICAS: "3",
+    };
+    expect(parseConfig(shape, cluster)).toMatchObject({ success: true, data: { ...cluster, EVENTS_REPLICAS: 3 } });
+    const readWrite = "postgres://svc@[::1]:5432,10.0.0.7/affiliate?target_session_attrs=read-write";
+    expect(parseConfig(shape, { DATABASE_URL: readWrite })).toMatchObject({ success: true });
+
+    const problems = (env: Record<string, string>) => {
+      const parsed = parseConfig(shape, env);
+      return parsed.success ? "" : parsed.problems;
+    };
+    expect(problems({ DATABASE_URL: "postgres://svc@pg-1:5432,pg-2:5432/affiliate" })).toMatch(
+      /^DATABASE_URL: .*target_session_attrs=primary/,
+    );
+    expect(problems({ DATABASE_URL: "postgres://svc@pg-1/affiliate?target_session_attrs=any" })).toMatch(
+      /^DATABASE_URL: target_session_attrs must be one of/,
+    );
+    expect(problems({ DATABASE_URL: "postgres://svc@pg-1:5432,/affiliate?target_session_attrs=primary" })).toMatch(
+      /^DATABASE_URL: must be a postgres:\/\/ URL/,
+    );
+    expect(problems({ NATS_URL: "nats://a:4222,nats://b:x" })).toMatch(/^NATS_URL: /);
+    for (const bad of ["0", "6", "two"]) expect(problems({ EVENTS_REPLICAS: bad })).toMatch(/^EVENTS_REPLICAS: /);
   });
 
   it("refuses an empty, non-numeric or out-of-range port instead of picking a random one", () => {
@@ -267,6 +295,7 @@ describe("loadConfig", () => {
       DATABASE_URL: "postgres://postgres@127.0.0.1:5432/postgres",
       NATS_URL: "nats://127.0.0.1:4222",
       EVENTS_NAMESPACE: "",
+      EVENTS_REPLICAS: 1,
       LOG_LEVEL: "info",
       PORT: 8080,
     });

@@ -1,3 +1,4 @@
+export * from "./clusters.js";
 export * from "./database.js";
 export * from "./fault-proxy.js";
 export * from "./front-balancer.js";

@@ -1,0 +1,398 @@
+import { type ChildProcess, execFile, spawn } from "node:child_process";
+import { chownSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { createServer } from "node:net";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { promisify } from "node:util";
+import { connect } from "nats";
+import postgres from "postgres";
+
+/**
+ * Real clusters on one machine for high-availability tests: a three-node JetStream cluster and a
+ * Postgres primary with a synchronous streaming standby. Each is started by the test on free
+ * ports in temporary directories of its own and removed on stop: the machine's shared servers
+ * are never touched.
+ */
+
+const run = promisify(execFile);
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/** Ports this process handed out, so two clusters started side by side never share one. */
+const handedOut = new Set<number>();
+
+function bindable(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const server = createServer();
+    server.once("error", () => resolve(false));
+    server.listen(port, "127.0.0.1", () => server.close(() => resolve(true)));
+  });
+}
+
+/**
+ * A port free a moment ago, below the kernel's ephemeral range (32768 and up): a listener only
+ * binds its port when started, and meanwhile an outgoing connection could take an ephemeral one.
+ */
+async function freePort(): Promise<number> {
+  for (;;) {
+    const port = 20_000 + Math.floor(Math.random() * 12_000);
+    if (handedOut.has(port) || !(await bindable(port))) continue;
+    handedOut.add(port);
+    return port;
+  }
+}
+
+async function until<T>(what: string, timeoutMs: number, attempt: () => Promise<T | undefined>): Promise<T> {
+  const giveUpAt = Date.now() + timeoutMs;
+  let lastError: unknown;
+  for (;;) {
+    try {
+      const result = await attempt();
+      if (result !== undefined) return result;
+    } catch (error) {
+      lastError = error;
+    }
+    if (Date.now() > giveUpAt) throw new Error(`${what} within ${timeoutMs} ms: ${String(lastError ?? "no")}`);
+    await sleep(200);
+  }
+}
+
+/** Sends SIGKILL to a process and waits until it is gone. */
+async function killHard(pid: number): Promise<void> {
+  try {
+    process.kill(pid, "SIGKILL");
+  } catch {
+    return;
+  }
+  while (alive(pid)) await sleep(20);
+}
+
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// NATS
+
+export interface NatsCluster {
+  /** Every node's client URL, comma-separated: what NATS_URL is set to. */
+  url: string;
+  /** Each node's client URL, by index. */
+  urls: string[];
+  /** kill -9 of node `index`, as a crashed machine; resolves once it is gone. */
+  kill(index: number): Promise<void>;
+  /** Starts node `index` again on its ports and store; resolves when it serves JetStream. */
+  restart(index: number): Promise<void>;
+  /** The index of the node a JetStream answer names (a stream's `cluster.leader`), or -1. */
+  indexOf(serverName: string): number;
+  stop(): Promise<void>;
+}
+
+const natsServer = process.env.NATS_SERVER_BIN ?? "/usr/sbin/nats-server";
+
+/**
+ * Three `nats-server` processes forming one JetStream cluster, each with its own client and
+ * route port and store directory. Resolves once a meta leader is elected and JetStream answers.
+ */
+export async function startNatsCluster(options: { nodes?: number } = {}): Promise<NatsCluster> {
+  const count = options.nodes ?? 3;
+  const directory = mkdtempSync(join(tmpdir(), "nats-cluster-"));
+  const nodes: { name: string; port: number; routePort: number; config: string; process?: ChildProcess }[] = [];
+  for (let i = 0; i < count; i++) {
+    nodes.push({ name: `n${i + 1}`, port: await freePort(), routePort: await freePort(), config: "" });
+  }
+  const routes = nodes.map((node) => `nats-route://127.0.0.1:${node.routePort}`);
+  for (const node of nodes) {
+    node.config = join(directory, `${node.name}.conf`);
+    writeFileSync(
+      node.config,
+      [
+        `server_name: ${node.name}`,
+        `listen: 127.0.0.1:${node.port}`,
+        `jetstream { store_dir: "${join(directory, node.name)}", max_memory_store: 64MB, max_file_store: 1GB }`,
+        `cluster { name: ha, listen: 127.0.0.1:${node.routePort}, routes: [${routes.join(", ")}] }`,
+        "",
+      ].join("\n"),
+    );
+  }
+  const urls = nodes.map((node) => `nats://127.0.0.1:${node.port}`);
+
+  const start = (index: number) => {
+    const node = nodes[index];
+    if (!node) throw new Error(`no NATS node ${index}`);
+    node.process = spawn(natsServer, ["-c", node.config, "-l", join(directory, `${node.name}.log`)], {
+      stdio: "ignore",
+    });
+  };
+  /** Resolves when JetStream answers through node `index` (its cluster has a meta leader). */
+  const serving = (index: number) =>
+    until(`NATS node ${index} serving JetStream`, 30_000, async () => {
+      const nc = await connect({ servers: urls[index], reconnect: false, timeout: 1000 });
+      try {
+        await (await nc.jetstreamManager()).getAccountInfo();
+        return true;
+      } finally {
+        await nc.close();
+      }
+    });
+
+  const stop = async () => {
+    for (const node of nodes) if (node.process?.pid) await killHard(node.process.pid);
+    rmSync(directory, { recursive: true, force: true });
+  };
+  try {
+    for (let i = 0; i < count; i++) start(i);
+    for (let i = 0; i < count; i++) await serving(i);
+  } catch (error) {
+    await stop();
+    throw error;
+  }
+
+  return {
+    url: urls.join(","),
+    urls,
+    async kill(index) {
+      const pid = nodes[index]?.process?.pid;
+      if (pid) await killHard(pid);
+    },
+    async restart(index) {
+      start(index);
+      await serving(index);
+    },
+    indexOf(serverName) {
+      return nodes.findIndex((node) => node.name === serverName);
+    },
+    stop,
+  };
+}
+
+// ---------------------------------------------------------------------------------------------
+// Postgres
+
+export interface PostgresCluster {
+  /**
+   * A URL naming both servers, as a service is given it: postgres.js tries them in turn and keeps
+   * the one that is the primary (`target_session_attrs=primary`).
+   */
+  url(database?: string): string;
+  /** The URL of the server currently primary (for the test's own reads of the truth). */
+  primaryUrl(database?: string): string;
+  /** Creates a database on the primary (streamed to the standby); returns the cluster URL of it. */
+  createDatabase(name: string): Promise<string>;
+  /** kill -9 of the primary's postmaster and every backend, as a crashed machine. */
+  killPrimary(): Promise<void>;
+  /** Promotes the standby to primary, as an operator (CloudNativePG, Patroni) does. */
+  promote(): Promise<void>;
+  /**
+   * Brings the killed former primary back as the new primary's synchronous standby (a fresh
+   * base backup, as an operator rebuilds a failed instance), so the cluster can fail over again.
+   */
+  rejoin(): Promise<void>;
+  stop(): Promise<void>;
+}
+
+const postgresBin = process.env.POSTGRES_BIN ?? "/usr/lib/postgresql/15/bin";
+
+/** Runs a Postgres binary as the `postgres` user (initdb and the server refuse to run as root). */
+function asPostgres(binary: string, args: string[]) {
+  const command = join(postgresBin, binary);
+  return process.getuid?.() === 0
+    ? run("runuser", ["-u", "postgres", "--", command, ...args], { cwd: "/" })
+    : run(command, args, { cwd: "/" });
+}
+
+function ownedByPostgres(path: string): void {
+  if (process.getuid?.() !== 0) return;
+  const { uid, gid } = postgresUser();
+  chownSync(path, uid, gid);
+}
+
+function postgresUser(): { uid: number; gid: number } {
+  const line = readFileSync("/etc/passwd", "utf8")
+    .split("\n")
+    .find((entry) => entry.startsWith("postgres:"));
+  const [, , uid, gid] = line?.split(":") ?? [];
+  if (uid === undefined || gid === undefined) throw new Error("no postgres user on this machine");
+  return { uid: Number(uid), gid: Number(gid) };
+}
+
+/**
+ * A Postgres primary and a hot standby that streams its WAL synchronously (a commit is answered
+ * once the standby has it, as with CloudNativePG's or Patroni's synchronous mode), each on a free
+ * port with its data in a temporary directory, run as the `postgres` user. The standby is set up
+ * to need no synchronous standby itself once promoted (the operator's job in production).
+ */
+export async function startPostgresCluster(): Promise<PostgresCluster> {
+  const directory = mkdtempSync(join(tmpdir(), "pg-cluster-"));
+  ownedByPostgres(directory);
+  const servers = [
+    { name: "primary", port: await freePort(), data: join(directory, "primary") },
+    { name: "standby", port: await freePort(), data: join(directory, "standby") },
+  ];
+  type Server = (typeof servers)[0];
+  const [first, second] = servers as [Server, Server];
+  let primary = first;
+  let standby = second;
+  const settings = (port: number, extra: string[]) =>
+    [
+      `port = ${port}`,
+      "listen_addresses = '127.0.0.1'",
+      `unix_socket_directories = '${directory}'`,
+      "max_connections = 300",
+      "shared_buffers = 32MB",
+      "wal_level = replica",
+      "max_wal_senders = 5",
+      "hot_standby = on",
+      // Durable against a killed process (the OS keeps its writes): only a machine crash needs fsync.
+      "fsync = off",
+      "full_page_writes = off",
+      ...extra,
+      "",
+    ].join("\n");
+  const serverLog = (server: Server) => join(directory, `${server.name}.log`);
+  const startServer = (server: Server) =>
+    asPostgres("pg_ctl", ["-D", server.data, "-l", serverLog(server), "-w", "-t", "60", "start"]);
+  const postmasterPid = (server: Server) => {
+    try {
+      return Number(readFileSync(join(server.data, "postmaster.pid"), "utf8").split("\n")[0]);
+    } catch {
+      return undefined;
+    }
+  };
+  const urlOf = (ports: number[], database = "postgres", attributes = "") =>
+    `postgres://postgres@${ports.map((port) => `127.0.0.1:${port}`).join(",")}/${database}${attributes}`;
+
+  /**
+   * Makes `server` a hot standby of `source` from a fresh base backup and waits until `source`
+   * counts it as its synchronous standby.
+   */
+  const attachStandby = async (server: Server, source: Server) => {
+    rmSync(server.data, { recursive: true, force: true });
+    await asPostgres("pg_basebackup", [
+      "-h",
+      "127.0.0.1",
+      "-p",
+      String(source.port),
+      "-U",
+      "postgres",
+      "-D",
+      server.data,
+      "-X",
+      "stream",
+      // Now, not after a checkpoint spread over minutes.
+      "--checkpoint=fast",
+      "--no-sync",
+    ]);
+    // Its own settings replace the primary's copied ones: no synchronous standby of its own, so
+    // once promoted it commits alone (as an operator reconfigures a primary left without one).
+    writeFileSync(
+      join(server.data, "postgresql.auto.conf"),
+      settings(server.port, [
+        "synchronous_standby_names = ''",
+        `primary_conninfo = 'host=127.0.0.1 port=${source.port} user=postgres application_name=standby'`,
+      ]),
+    );
+    writeFileSync(join(server.data, "standby.signal"), "");
+    ownedByPostgres(join(server.data, "postgresql.auto.conf"));
+    ownedByPostgres(join(server.data, "standby.signal"));
+    await startServer(server);
+    const sql = postgres(urlOf([source.port]), { max: 1, onnotice: () => {} });
+    try {
+      // A promoted primary commits alone until a standby is back; from now on, with it.
+      await sql`alter system set synchronous_standby_names = 'standby'`;
+      await sql`select pg_reload_conf()`;
+      await until("the standby streaming synchronously", 30_000, async () => {
+        const rows = await sql`
+          select 1 from pg_stat_replication where application_name = 'standby' and sync_state = 'sync'`;
+        return rows.length === 1 ? true : undefined;
+      });
+    } finally {
+      await sql.end();
+    }
+  };
+
+  const stop = async () => {
+    for (const server of servers) {
+      const pid = postmasterPid(server);
+      if (pid && alive(pid)) await killServer(pid);
+    }
+    rmSync(directory, { recursive: true, force: true });
+  };
+
+  try {
+    await asPostgres("initdb", ["-D", first.data, "-U", "postgres", "--auth=trust", "--no-sync"]);
+    writeFileSync(join(first.data, "postgresql.auto.conf"), settings(first.port, ["synchronous_commit = on"]));
+    await startServer(first);
+    await attachStandby(second, first);
+  } catch (error) {
+    const logs = servers.map((server) => {
+      try {
+        return readFileSync(serverLog(server), "utf8").slice(-2000);
+      } catch {
+        return "";
+      }
+    });
+    await stop();
+    throw new Error(`${String(error)}\n${logs.join("\n")}`);
+  }
+
+  return {
+    url: (database) => urlOf([first.port, second.port], database, "?target_session_attrs=primary"),
+    primaryUrl: (database) => urlOf([primary.port], database),
+    async createDatabase(name) {
+      const sql = postgres(urlOf([primary.port]), { max: 1, onnotice: () => {} });
+      try {
+        await sql.unsafe(`create database "${name}"`);
+      } finally {
+        await sql.end();
+      }
+      return urlOf([first.port, second.port], name, "?target_session_attrs=primary");
+    },
+    async killPrimary() {
+      const pid = postmasterPid(primary);
+      if (pid) await killServer(pid);
+    },
+    async promote() {
+      await asPostgres("pg_ctl", ["-D", standby.data, "-w", "-t", "60", "promote"]);
+      [primary, standby] = [standby, primary];
+    },
+    async rejoin() {
+      await attachStandby(standby, primary);
+    },
+    stop,
+  };
+}
+
+/** kill -9 of a postmaster and its children (the backends), as when its machine dies. */
+async function killServer(postmaster: number): Promise<void> {
+  const children = childrenOf(postmaster);
+  for (const pid of [postmaster, ...children]) {
+    try {
+      process.kill(pid, "SIGKILL");
+    } catch {
+      // already gone
+    }
+  }
+  for (const pid of [postmaster, ...children]) while (alive(pid)) await sleep(20);
+}
+
+/** The processes whose parent is `parent`, read from /proc (no process to spawn: the kill is at once). */
+function childrenOf(parent: number): number[] {
+  const children: number[] = [];
+  for (const entry of readdirSync("/proc")) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      // "pid (comm) state ppid …": the command may hold spaces, so read after its closing parenthesis.
+      const stat = readFileSync(`/proc/${entry}/stat`, "utf8");
+      const ppid = Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[1]);
+      if (ppid === parent) children.push(Number(entry));
+    } catch {
+      // gone meanwhile
+    }
+  }
+  return children;
+}

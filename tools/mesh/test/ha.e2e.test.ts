@@ -1,0 +1,422 @@
+import { randomBytes } from "node:crypto";
+import { createServer, type Server } from "node:http";
+import type { AddressInfo } from "node:net";
+import { type NatsCluster, type PostgresCluster, startNatsCluster, startPostgresCluster } from "@affiliate/testing";
+import { connect } from "nats";
+import postgres from "postgres";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type { Mesh } from "../src/mesh.js";
+import { createProduct, eventually, runTool, startTestMesh } from "./helpers.js";
+
+/**
+ * High availability (issue 22): the mesh as `npm start` runs it, against a three-node JetStream
+ * cluster (streams with 3 replicas) and a Postgres primary with a synchronous standby, both real
+ * and this test's own. Under load (20 connections of payments, keyed refunds and reads) a NATS
+ * node is killed and restarted, the Postgres primary is killed and its standby promoted as an
+ * operator would, then both at once. After each, the database is the judge: every 2xx answer is
+ * applied, once; every 503 applied nothing; every 504 is resolved by repeating the request with
+ * the same key; every commission reaches the webhook receiver under exactly one webhook-id.
+ */
+
+const connections = 20;
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+let nats: NatsCluster;
+let pg: PostgresCluster;
+let mesh: Mesh;
+/** The truth: the database through the same multi-host URL, so it follows the failover too. */
+let db: postgres.Sql;
+let receiver: WebhookReceiver;
+let key: string;
+let referralCode: string;
+
+/** The merchant's webhook endpoint: answers 200 at once and records each arrival. */
+class WebhookReceiver {
+  readonly arrivals: { webhookId: string; type: string; commissionId: string }[] = [];
+  private server!: Server;
+
+  async start(): Promise<this> {
+    this.server = createServer((req, res) => {
+      let body = "";
+      req.on("data", (chunk: Buffer) => {
+        body += chunk.toString("utf8");
+      });
+      req.on("end", () => {
+        const event = JSON.parse(body) as { type: string; data: { id: string } };
+        this.arrivals.push({
+          webhookId: String(req.headers["webhook-id"]),
+          type: event.type,
+          commissionId: event.data.id,
+        });
+        res.writeHead(200).end("ok");
+      });
+    });
+    await new Promise<void>((resolve) => this.server.listen(0, "127.0.0.1", resolve));
+    return this;
+  }
+
+  get url(): string {
+    return `http://127.0.0.1:${(this.server.address() as AddressInfo).port}/hooks`;
+  }
+
+  close(): Promise<void> {
+    this.server.closeAllConnections();
+    return new Promise((resolve) => this.server.close(() => resolve()));
+  }
+}
+
+beforeAll(async () => {
+  [nats, pg, receiver] = await Promise.all([startNatsCluster(), startPostgresCluster(), new WebhookReceiver().start()]);
+  const databaseUrl = await pg.createDatabase(`ha_${randomBytes(4).toString("hex")}`);
+  db = postgres(databaseUrl, { max: 2, onnotice: () => {}, transform: postgres.camel });
+  mesh = await startTestMesh({
+    databaseUrl,
+    natsUrl: nats.url,
+    env: {
+      EVENTS_REPLICAS: "3",
+      LOG_LEVEL: "warn",
+      PAYOUT_INTERVAL_MS: "0",
+      KEY_CACHE_TTL_MS: "600000",
+      RATE_LIMIT_PER_MINUTE: "1000000",
+      TRACKING_RATE_LIMIT_PER_MINUTE: "1000000",
+    },
+  });
+  key = (await createProduct(mesh, "Always On")).secret_key;
+  const registered = await api("POST", "/api/v1/affiliates", { email: "ha@example.com", name: "Ada" });
+  expect(registered.status).toBe(201);
+  referralCode = registered.json?.partnership?.referralCode ?? "";
+  expect(referralCode).not.toBe("");
+  const hook = await api("POST", "/api/v1/webhooks", { url: receiver.url, events: ["commission.created"] });
+  expect(hook.status).toBe(201);
+}, 240_000);
+
+afterAll(async () => {
+  await mesh?.stop();
+  await db?.end({ timeout: 1 });
+  await Promise.all([nats?.stop(), pg?.stop(), receiver?.close()]);
+});
+
+interface Answer {
+  status: number;
+  json: { error?: string; partnership?: { referralCode?: string } } | undefined;
+  retryAfter: string | null;
+}
+
+async function api(
+  method: string,
+  path: string,
+  body?: unknown,
+  headers: Record<string, string> = {},
+  apiKey = key,
+): Promise<Answer> {
+  try {
+    const res = await fetch(mesh.gatewayUrl + path, {
+      method,
+      headers: {
+        "x-api-key": apiKey,
+        ...(body === undefined ? {} : { "content-type": "application/json" }),
+        ...headers,
+      },
+      body: body === undefined ? undefined : JSON.stringify(body),
+      signal: AbortSignal.timeout(30_000),
+    });
+    const text = await res.text();
+    return {
+      status: res.status,
+      json: text ? JSON.parse(text) : undefined,
+      retryAfter: res.headers.get("retry-after"),
+    };
+  } catch (error) {
+    throw new Error(`${method} ${path} got no answer from the gateway: ${String(error)}`);
+  }
+}
+
+/** One request the load made, with when it was sent and answered. */
+interface Call {
+  kind: "payment" | "refund" | "read";
+  externalId: string;
+  status: number;
+  sentAt: number;
+  answeredAt: number;
+  answer: Answer;
+}
+
+/**
+ * 20 connections, each paying, refunding every other payment it got a 201 for (with an
+ * Idempotency-Key) and reading the commission list, until `stop` is set.
+ */
+/** Runs the load while `scenario` runs; the load is stopped however the scenario ends. */
+async function underLoad(scenario: () => Promise<void>): Promise<Call[]> {
+  const load = startLoad();
+  const failure = await scenario().then(
+    () => undefined,
+    (error: unknown) => error ?? new Error("the scenario failed"),
+  );
+  const calls = await load.stop();
+  if (failure) throw failure;
+  return calls;
+}
+
+function startLoad(): { stop(): Promise<Call[]> } {
+  const calls: Call[] = [];
+  let stopping = false;
+  const timed = async (kind: Call["kind"], externalId: string, request: () => Promise<Answer>) => {
+    const sentAt = Date.now();
+    const answer = await request();
+    calls.push({ kind, externalId, status: answer.status, sentAt, answeredAt: Date.now(), answer });
+    return answer;
+  };
+  const worker = async (connection: number) => {
+    for (let n = 0; !stopping; n++) {
+      const externalId = `ch_${randomBytes(6).toString("hex")}`;
+      const paid = await timed("payment", externalId, () => pay(externalId));
+      if (paid.status === 201 && n % 2 === 0) await timed("refund", externalId, () => refund(externalId));
+      await timed("read", externalId, () => api("GET", "/api/v1/commissions?limit=5"));
+      if (paid.status >= 500) await sleep(100 + connection * 5);
+    }
+  };
+  const workers = Array.from({ length: connections }, (_, i) => worker(i));
+  return {
+    async stop() {
+      stopping = true;
+      await Promise.all(workers);
+      return calls;
+    },
+  };
+}
+
+const pay = (externalId: string) =>
+  api("POST", "/events", {
+    type: "payment",
+    referral_code: referralCode,
+    amount_cents: 100_000,
+    external_id: externalId,
+  });
+
+const refund = (externalId: string) =>
+  api(
+    "POST",
+    "/api/v1/refunds",
+    { external_id: externalId, refund_amount_cents: 1000 },
+    { "idempotency-key": `refund-${externalId}` },
+  );
+
+/** What the ledger holds for each payment: its events, commissions, refunds and refunded total. */
+async function truthOf(externalIds: string[]) {
+  const rows = await db<
+    { externalId: string; events: number; commissions: number; refunds: number; refunded: number }[]
+  >`
+    select e.external_id, count(distinct e.id)::int as events, count(distinct c.id)::int as commissions,
+           count(distinct r.id)::int as refunds, max(e.refunded_cents)::int as refunded
+    from ledger.tracking_events e
+    left join ledger.commissions c on c.event_id = e.id
+    left join ledger.refunds r on r.event_id = e.id
+    where e.external_id = any(${externalIds})
+    group by e.external_id`;
+  return new Map(rows.map((row) => [row.externalId, row]));
+}
+
+interface Switch {
+  /** Milliseconds from the fault until a request sent after it was answered 2xx. */
+  servingAgainMs: number;
+  /** Answers to requests in flight or sent between the fault and serving again, by status. */
+  duringSwitch: Record<number, number>;
+  /** The error messages among them. */
+  errors: Record<string, number>;
+  calls: number;
+}
+
+/**
+ * Checks every promise the answers made against the database, resolving the uncertain ones as a
+ * client would (a 504 repeated with the same key until it answers); returns the figures.
+ */
+async function judge(calls: Call[], faultAt: number): Promise<Switch> {
+  for (const call of calls) {
+    expect([200, 201, 503, 504], `${call.kind} ${JSON.stringify(call.answer.json)}`).toContain(call.status);
+    if (call.status === 503) expect(call.answer.retryAfter).not.toBeNull();
+    if (call.status === 504) expect(call.answer.retryAfter).toBeNull();
+  }
+
+  // Repeating with the same key (external_id for a payment, Idempotency-Key for a refund) returns
+  // the stored outcome of whatever was applied, or applies it now: either way, once.
+  for (const call of calls.filter((c) => c.status === 504 && c.kind !== "read")) {
+    await eventually(async () => {
+      const answer = call.kind === "payment" ? await pay(call.externalId) : await refund(call.externalId);
+      expect([200, 201]).toContain(answer.status);
+    }, 30_000);
+  }
+
+  const payments = calls.filter((call) => call.kind === "payment");
+  // Whatever a service still had in flight when the load stopped has landed by now.
+  await sleep(1000);
+  const truth = await truthOf(payments.map((call) => call.externalId));
+  for (const call of payments) {
+    const held = truth.get(call.externalId);
+    if (call.status === 503) {
+      // Nothing applied behind a 503.
+      expect(held, `payment ${call.externalId} answered 503 but applied`).toBeUndefined();
+      continue;
+    }
+    // Answered 2xx (or 504, then repeated): applied exactly once.
+    expect(held, `payment ${call.externalId} answered ${call.status}`).toMatchObject({ events: 1, commissions: 1 });
+  }
+  for (const call of calls.filter((c) => c.kind === "refund")) {
+    const held = truth.get(call.externalId);
+    const applied = call.status === 503 ? { refunds: 0, refunded: 0 } : { refunds: 1, refunded: 1000 };
+    expect(held, `refund of ${call.externalId} answered ${call.status}`).toMatchObject(applied);
+  }
+
+  const servedAgain = calls
+    .filter((call) => call.sentAt >= faultAt && call.status < 300)
+    .reduce((first, call) => Math.min(first, call.answeredAt), Number.POSITIVE_INFINITY);
+  const duringSwitch: Record<number, number> = {};
+  const errors: Record<string, number> = {};
+  for (const call of calls) {
+    if (call.answeredAt < faultAt || call.sentAt > servedAgain) continue;
+    duringSwitch[call.status] = (duringSwitch[call.status] ?? 0) + 1;
+    if (call.status >= 500) {
+      const error = `${call.status} ${call.answer.json?.error}`;
+      errors[error] = (errors[error] ?? 0) + 1;
+    }
+  }
+  return { servingAgainMs: servedAgain - faultAt, duringSwitch, errors, calls: calls.length };
+}
+
+/** Where the events on their way to the receiver are, for a failure's message. */
+async function pipelineState() {
+  const [outbox] = await db`select count(*)::int as ledger_outbox from ledger.outbox`;
+  const deliveries = await db`
+    select status, attempts, last_status_code, next_attempt_at > now() as later, leased_until > now() as leased,
+           count(*)::int as count
+    from notifier.deliveries group by 1, 2, 3, 4, 5`;
+  return { ...outbox, deliveries, recent: mesh.recentOutput().slice(-15) };
+}
+
+/** What the supervisor reported of services that exited (and were restarted): none may. */
+const exits = () => mesh.recentOutput().filter((line) => / exited \(/.test(line));
+
+/** Every commission created so far reaches the receiver under one webhook-id, and no other. */
+async function expectWebhooksExactlyOnce(): Promise<{ arrivals: number; commissions: number }> {
+  const [row] = await db<{ commissions: number }[]>`select count(*)::int as commissions from ledger.commissions`;
+  const commissions = row?.commissions ?? 0;
+  await eventually(async () => {
+    expect(
+      new Set(receiver.arrivals.map((arrival) => arrival.commissionId)).size,
+      JSON.stringify(await pipelineState()),
+    ).toBe(commissions);
+  }, 60_000);
+  const idsByCommission = new Map<string, Set<string>>();
+  for (const arrival of receiver.arrivals) {
+    const ids = idsByCommission.get(arrival.commissionId) ?? new Set<string>();
+    ids.add(arrival.webhookId);
+    idsByCommission.set(arrival.commissionId, ids);
+  }
+  for (const [commission, ids] of idsByCommission) expect(ids.size, commission).toBe(1);
+  return { arrivals: receiver.arrivals.length, commissions };
+}
+
+/** Rotates a product's keys and waits (at most 2.5 s; the promise is 2 s) until the old key is refused. */
+async function expectRotatedKeyRefusedWithin2s(): Promise<number> {
+  const product = await createProduct(mesh, `Rotated ${randomBytes(3).toString("hex")}`);
+  expect((await api("GET", "/api/v1/program", undefined, {}, product.secret_key)).status).toBe(200);
+  const rotated = await runTool("admin", ["keys", "rotate", "--product", product.product_id], {
+    PARTNERS_URL: mesh.urls.partners,
+  });
+  expect(rotated.code).toBe(0);
+  const rotatedAt = Date.now();
+  let answer = await api("GET", "/api/v1/program", undefined, {}, product.secret_key);
+  while (answer.status !== 401 && Date.now() < rotatedAt + 2500) {
+    await sleep(100);
+    answer = await api("GET", "/api/v1/program", undefined, {}, product.secret_key);
+  }
+  expect(answer.status).toBe(401);
+  return Date.now() - rotatedAt;
+}
+
+/** The NATS node that leads the ledger's stream: the one whose loss moves the most. */
+async function ledgerStreamLeader(): Promise<number> {
+  const nc = await connect({ servers: nats.urls });
+  try {
+    const info = await (await nc.jetstreamManager()).streams.info("LEDGER");
+    expect(info.config.num_replicas).toBe(3);
+    return nats.indexOf(info.cluster?.leader ?? "");
+  } finally {
+    await nc.close();
+  }
+}
+
+const figures: Record<string, unknown> = {};
+
+describe("high availability under load", () => {
+  it("a NATS node killed and restarted: nothing lost, nothing twice, webhooks once, rotated keys refused within 2 s", async () => {
+    const node = await ledgerStreamLeader();
+    expect(node).toBeGreaterThanOrEqual(0);
+    let faultAt = 0;
+    let refusedAfterMs = 0;
+    const calls = await underLoad(async () => {
+      await sleep(3000);
+      faultAt = Date.now();
+      await nats.kill(node);
+      refusedAfterMs = await expectRotatedKeyRefusedWithin2s();
+      await sleep(5000);
+      await nats.restart(node);
+      await sleep(3000);
+    });
+
+    const result = await judge(calls, faultAt);
+    const webhooks = await expectWebhooksExactlyOnce();
+    expect(exits(), "the mesh serves again without a restart").toEqual([]);
+    figures.nats = { ...result, rotatedKeyRefusedAfterMs: refusedAfterMs, webhooks };
+    console.log(`ha figures, NATS node lost: ${JSON.stringify(figures.nats)}`);
+  }, 150_000);
+
+  it("the Postgres primary killed and its standby promoted: serving again within 15 s, every answer true", async () => {
+    let faultAt = 0;
+    let killedMs = 0;
+    let promotedMs = 0;
+    const calls = await underLoad(async () => {
+      await sleep(3000);
+      faultAt = Date.now();
+      await pg.killPrimary();
+      killedMs = Date.now() - faultAt;
+      // The operator notices and promotes the synchronous standby.
+      await pg.promote();
+      promotedMs = Date.now() - faultAt;
+      await sleep(8000);
+    });
+
+    const result = await judge(calls, faultAt);
+    expect(result.servingAgainMs).toBeLessThan(15_000);
+    const webhooks = await expectWebhooksExactlyOnce();
+    expect(exits(), "the mesh serves again without a restart").toEqual([]);
+    figures.postgres = { ...result, killedMs, promotedMs, webhooks };
+    console.log(`ha figures, Postgres failover: ${JSON.stringify(figures.postgres)}`);
+  }, 150_000);
+
+  it("both at once: a NATS node and the Postgres primary lost together", async () => {
+    // The operator has rebuilt the instance lost before as the new primary's standby.
+    await pg.rejoin();
+    const node = await ledgerStreamLeader();
+    let faultAt = 0;
+    let killedMs = 0;
+    let promotedMs = 0;
+    const calls = await underLoad(async () => {
+      await sleep(3000);
+      faultAt = Date.now();
+      await Promise.all([nats.kill(node), pg.killPrimary()]);
+      killedMs = Date.now() - faultAt;
+      await pg.promote();
+      promotedMs = Date.now() - faultAt;
+      await sleep(5000);
+      await nats.restart(node);
+      await sleep(3000);
+    });
+
+    const result = await judge(calls, faultAt);
+    expect(result.servingAgainMs).toBeLessThan(15_000);
+    const webhooks = await expectWebhooksExactlyOnce();
+    expect(exits(), "the mesh serves again without a restart").toEqual([]);
+    figures.both = { ...result, killedMs, promotedMs, webhooks };
+    console.log(`ha figures, both at once: ${JSON.stringify(figures.both)}`);
+  }, 150_000);
+});
