@@ -289,11 +289,50 @@ async function pipelineState() {
     select status, attempts, last_status_code, next_attempt_at > now() as later, leased_until > now() as leased,
            count(*)::int as count
     from notifier.deliveries group by 1, 2, 3, 4, 5`;
-  return { ...outbox, deliveries, recent: mesh.recentOutput().slice(-15) };
+  const applied = await db`
+    select consumer, count(*)::int as count from notifier.applied_events group by 1 order by 1`;
+  const outcomes = await fetch(mesh.metricsUrls.notifier ?? "")
+    .then((res) => res.text())
+    .then((text) => text.split("\n").filter((line) => line.startsWith("consumer_events_total")))
+    .catch((error: unknown) => String(error));
+  return {
+    ...outbox,
+    deliveries,
+    applied,
+    outcomes,
+    consumers: await ledgerConsumers(),
+    recent: mesh.recentOutput().slice(-15),
+  };
+}
+
+/** The durable consumers of the ledger's stream: what each has yet to receive, or to acknowledge. */
+async function ledgerConsumers() {
+  const nc = await connect({ servers: nats.urls });
+  try {
+    const jsm = await nc.jetstreamManager();
+    const consumers = await jsm.consumers.list("LEDGER").next();
+    return consumers.map((info) => ({
+      name: info.name,
+      pending: info.num_pending,
+      ackPending: info.num_ack_pending,
+      redelivered: info.num_redelivered,
+      leader: info.cluster?.leader,
+    }));
+  } finally {
+    await nc.close();
+  }
 }
 
 /** What the supervisor reported of services that exited (and were restarted): none may. */
 const exits = () => mesh.recentOutput().filter((line) => / exited \(/.test(line));
+
+/** For a failure's message: what the services wrote besides their info and warn logs (a crash's stack). */
+const crashes = () =>
+  mesh
+    .recentOutput()
+    .filter((line) => !line.startsWith("{") || /"level":"(error|fatal)"/.test(line))
+    .slice(-40)
+    .join("\n");
 
 /** Every commission created so far reaches the receiver under one webhook-id, and no other. */
 async function expectWebhooksExactlyOnce(): Promise<{ arrivals: number; commissions: number }> {
@@ -365,7 +404,7 @@ describe("high availability under load", () => {
 
     const result = await judge(calls, faultAt);
     const webhooks = await expectWebhooksExactlyOnce();
-    expect(exits(), "the mesh serves again without a restart").toEqual([]);
+    expect(exits(), `the mesh serves again without a restart:\n${crashes()}`).toEqual([]);
     figures.nats = { ...result, rotatedKeyRefusedAfterMs: refusedAfterMs, webhooks };
     console.log(`ha figures, NATS node lost: ${JSON.stringify(figures.nats)}`);
   }, 150_000);
@@ -388,7 +427,7 @@ describe("high availability under load", () => {
     const result = await judge(calls, faultAt);
     expect(result.servingAgainMs).toBeLessThan(15_000);
     const webhooks = await expectWebhooksExactlyOnce();
-    expect(exits(), "the mesh serves again without a restart").toEqual([]);
+    expect(exits(), `the mesh serves again without a restart:\n${crashes()}`).toEqual([]);
     figures.postgres = { ...result, killedMs, promotedMs, webhooks };
     console.log(`ha figures, Postgres failover: ${JSON.stringify(figures.postgres)}`);
   }, 150_000);
@@ -415,7 +454,7 @@ describe("high availability under load", () => {
     const result = await judge(calls, faultAt);
     expect(result.servingAgainMs).toBeLessThan(15_000);
     const webhooks = await expectWebhooksExactlyOnce();
-    expect(exits(), "the mesh serves again without a restart").toEqual([]);
+    expect(exits(), `the mesh serves again without a restart:\n${crashes()}`).toEqual([]);
     figures.both = { ...result, killedMs, promotedMs, webhooks };
     console.log(`ha figures, both at once: ${JSON.stringify(figures.both)}`);
   }, 150_000);
