@@ -8,6 +8,7 @@ import { type OpenLoopAnswer, type OpenLoopKind, type OpenLoopRequest, runOpenLo
 import { consumerLagTotal, drained, outboxTotal, type QueueDepths, queueProbe } from "../lib/queue-depths.js";
 import { residentByName } from "../lib/rss.js";
 import type { SmtpSink } from "../lib/smtp-sink.js";
+import { startStatementSampler, topStatements } from "../lib/statement-sampler.js";
 import { type Cell, fmt, note, printTable } from "../lib/table.js";
 import { WebhookSink } from "../lib/webhook-sink.js";
 
@@ -50,6 +51,11 @@ export interface SoakResult {
   webhooks: DeliveryCheck;
   emails: EmailCheck;
   invariantViolations: number;
+  /**
+   * Where Postgres's time went: the statements that kept the most backends busy, on average, in
+   * the first and last two minutes (sampled from pg_stat_activity every 100 ms).
+   */
+  postgresStatements: { statement: string; early: number; late: number }[];
   verdicts: { target: string; figure: string; met: boolean }[];
 }
 
@@ -405,6 +411,7 @@ async function runSoak(
   };
 
   const processes = ctx.processes();
+  const statements = startStatementSampler(sql, minutes, loadStart);
   let running = true;
   const sampler = (async () => {
     while (running) {
@@ -453,6 +460,7 @@ async function runSoak(
   await Promise.all([payouts, minuteEnds]);
   running = false;
   await sampler;
+  const postgresStatements = topStatements(await statements.stop());
 
   // The end is the last request sent: its answer and everything it set off count in the drain.
   let drainSeconds: number | undefined;
@@ -527,6 +535,7 @@ async function runSoak(
     skipped: run.skipped,
     drainSeconds,
     depthsAtDrain,
+    postgresStatements,
   };
 }
 
@@ -743,6 +752,12 @@ function report(result: SoakResult): void {
   const d = result.depthsAtDrain;
   note(
     `drain: ${result.drainSeconds === undefined ? `NOT drained within ${drainTimeoutMs / 1000} s` : `${fmt(result.drainSeconds)} s`} after the last request sent; at the last look outbox ${JSON.stringify(d.outbox)}, consumer lag ${JSON.stringify(d.consumerLag)}, deliveries due ${d.deliveriesDue} (oldest ${fmt(d.oldestDeliveryDueSeconds)} s), emails due ${d.emailsDue}`,
+  );
+  printTable(
+    "S. Postgres's busy backends by statement, on average (sampled every 100 ms), first and last two minutes",
+    ["statement", "early", "late"],
+    result.postgresStatements.map((s) => [s.statement, s.early, s.late]),
+    2,
   );
   printTable(
     "S. Verdicts (issue 17's soak targets)",

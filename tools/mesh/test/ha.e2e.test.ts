@@ -291,6 +291,15 @@ async function pipelineState() {
     from notifier.deliveries group by 1, 2, 3, 4, 5`;
   const applied = await db`
     select consumer, count(*)::int as count from notifier.applied_events group by 1 order by 1`;
+  // Events the notifier marked applied that recorded no delivery, and what its logs say of them.
+  const orphans = await db<{ eventId: string; appliedAt: Date }[]>`
+    select event_id, applied_at from notifier.applied_events a
+    where consumer = 'notifier_ledger_commission_created'
+      and not exists (select 1 from notifier.deliveries d where d.event_id = a.event_id)`;
+  const told = orphans.map((orphan) => ({
+    ...orphan,
+    logs: mesh.recentOutput().filter((line) => line.includes(orphan.eventId)),
+  }));
   const outcomes = await fetch(mesh.metricsUrls.notifier ?? "")
     .then((res) => res.text())
     .then((text) => text.split("\n").filter((line) => line.startsWith("consumer_events_total")))
@@ -299,19 +308,25 @@ async function pipelineState() {
     ...outbox,
     deliveries,
     applied,
+    orphans: told,
     outcomes,
     consumers: await ledgerConsumers(),
     recent: mesh.recentOutput().slice(-15),
   };
 }
 
-/** The durable consumers of the ledger's stream: what each has yet to receive, or to acknowledge. */
+/** The durable consumers of the ledger's stream: the events of its subject, and what it has yet to receive or acknowledge. */
 async function ledgerConsumers() {
   const nc = await connect({ servers: nats.urls });
   try {
     const jsm = await nc.jetstreamManager();
+    const stream = await jsm.streams.info("LEDGER", { subjects_filter: ">" });
     const consumers = await jsm.consumers.list("LEDGER").next();
+    const bySubject = stream.state.subjects ?? {};
     return consumers.map((info) => ({
+      inStream: Object.entries(bySubject)
+        .filter(([subject]) => subject === info.config.filter_subject)
+        .map(([, count]) => count)[0],
       name: info.name,
       pending: info.num_pending,
       ackPending: info.num_ack_pending,
