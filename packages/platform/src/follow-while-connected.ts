@@ -1,5 +1,5 @@
 import { setTimeout as sleep } from "node:timers/promises";
-import { Events, type NatsConnection } from "nats";
+import { Events, type JetStreamManager, type NatsConnection } from "nats";
 import { type Follow, type FollowOptions, followEvents } from "./consumer.js";
 import type { Logger } from "./logger.js";
 
@@ -22,7 +22,10 @@ export interface FollowWhileConnectedOptions {
   onFollowing(following: boolean): void;
   /** Delay between attempts to connect or to follow the stream. */
   retryMs?: number;
-  /** How often the connection is asked to prove itself alive (a PING the server must answer). */
+  /**
+   * How often the feed is asked to prove itself alive: the followed stream's info, which the
+   * stream's leader answers through the connection's server.
+   */
   heartbeatMs?: number;
   /**
    * How long the feed may go without proof of life before the cache stops trusting itself. A
@@ -39,9 +42,12 @@ export interface FollowWhileConnectedOptions {
  * keeps (the gateway's keys, the ledger's attribution data). It retries until NATS answers and
  * the stream exists (the producer may start later), reports not-following while NATS is
  * disconnected, and after a reconnect follows afresh rather than trusting the old consumer to
- * have caught up. It also reports not-following while the server has not answered a heartbeat
- * (PING) for `silentAfterMs`: a frozen server or a partition keeps the connection open without
- * any disconnect, and events sent meanwhile would arrive late. When answers come again, it
+ * have caught up. It also reports not-following while the stream has not answered a heartbeat
+ * for `silentAfterMs`: a frozen server or a partition keeps the connection open without any
+ * disconnect, and events sent meanwhile would arrive late. The heartbeat asks the stream, not
+ * only the server: after a NATS node is lost, a stream it led has no leader for seconds while the
+ * connection (to another node) and the consumer stay up, and nothing is published meanwhile (the
+ * HA test measured a rotated key passing 6 s after its rotation). When answers come again, it
  * reports following again (the cache starts empty: it was cleared when trust was lost).
  */
 export function followWhileConnected(options: FollowWhileConnectedOptions): { stop(): Promise<void> } {
@@ -55,7 +61,7 @@ export function followWhileConnected(options: FollowWhileConnectedOptions): { st
   let following: Follow | undefined;
   let attempt = 0;
 
-  // Trust = a follow is running and the server answered a heartbeat within silentAfterMs.
+  // Trust = a follow is running and the stream answered a heartbeat within silentAfterMs.
   let heardAt = 0;
   let reported: boolean | undefined;
   const reportTrust = () => {
@@ -75,12 +81,23 @@ export function followWhileConnected(options: FollowWhileConnectedOptions): { st
     options.onFollowing(false);
   };
 
+  // One manager per connection, made without the API check (a round trip of its own).
+  const managers = new WeakMap<NatsConnection, Promise<JetStreamManager>>();
+  const streamAnswers = async (nc: NatsConnection) => {
+    let jsm = managers.get(nc);
+    if (!jsm) {
+      jsm = nc.jetstreamManager({ checkAPI: false, timeout: silentAfterMs });
+      managers.set(nc, jsm);
+    }
+    await (await jsm).streams.info(stream);
+  };
+
   let pinging = false;
   const heartbeat = setInterval(() => {
     const nc = connection;
     if (nc && !pinging && !nc.isClosed()) {
       pinging = true;
-      nc.flush()
+      streamAnswers(nc)
         .then(() => {
           heardAt = Date.now();
         })

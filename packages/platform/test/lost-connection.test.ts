@@ -48,10 +48,13 @@ describe("a transaction whose connection is lost", () => {
 
   it("applies nothing its callback sends after the loss, even once the pool reconnected", async () => {
     let afterLoss: Promise<unknown> | undefined;
-    const proceed = Promise.withResolvers<void>();
+    let letProceed = () => {};
+    const proceed = new Promise<void>((resolve) => {
+      letProceed = resolve;
+    });
     const transaction = sql.begin(async (tx) => {
       await tx`insert into marks values ('before the loss')`;
-      await proceed.promise;
+      await proceed;
       afterLoss = tx`insert into marks values ('after the loss')`.then(
         () => "applied",
         (error: unknown) => error,
@@ -71,7 +74,7 @@ describe("a transaction whose connection is lost", () => {
     expect(await outcome).toMatchObject({ code: expect.stringMatching(/CONNECTION|ECONNRESET|57P01/) });
     expect(await queuedAnswer).toBe(1);
     // The callback goes on after the loss (it may have been awaiting something else).
-    proceed.resolve();
+    letProceed();
     await sleep(200);
     expect(afterLoss).toBeDefined();
     expect(await afterLoss).toBeInstanceOf(Error);
