@@ -56,6 +56,8 @@ export interface SoakResult {
    * the first and last two minutes (sampled from pg_stat_activity every 100 ms).
    */
   postgresStatements: { statement: string; early: number; late: number }[];
+  /** The tables with the most dead row versions at the end of the load (this machine runs without autovacuum). */
+  deadTuples: { table: string; live: number; dead: number }[];
   verdicts: { target: string; figure: string; met: boolean }[];
 }
 
@@ -461,6 +463,9 @@ async function runSoak(
   running = false;
   await sampler;
   const postgresStatements = topStatements(await statements.stop());
+  const deadTuples = await sql<{ table: string; live: number; dead: number }[]>`
+    select schemaname || '.' || relname as table, n_live_tup::int as live, n_dead_tup::int as dead
+    from pg_stat_user_tables order by n_dead_tup desc limit 8`;
 
   // The end is the last request sent: its answer and everything it set off count in the drain.
   let drainSeconds: number | undefined;
@@ -536,6 +541,7 @@ async function runSoak(
     drainSeconds,
     depthsAtDrain,
     postgresStatements,
+    deadTuples: [...deadTuples],
   };
 }
 
@@ -758,6 +764,12 @@ function report(result: SoakResult): void {
     ["statement", "early", "late"],
     result.postgresStatements.map((s) => [s.statement, s.early, s.late]),
     2,
+  );
+  printTable(
+    "S. Dead row versions at the end of the load (no autovacuum on this machine)",
+    ["table", "live", "dead"],
+    result.deadTuples.map((t) => [t.table, t.live, t.dead]),
+    0,
   );
   printTable(
     "S. Verdicts (issue 17's soak targets)",

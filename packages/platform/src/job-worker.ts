@@ -2,6 +2,8 @@ import { randomUUID } from "node:crypto";
 import { setTimeout as pause } from "node:timers/promises";
 import { Counter, Gauge } from "prom-client";
 import { isConnectionError, type Sql, type TransactionSql } from "./db.js";
+import { Deadline, withDeadline } from "./deadline.js";
+import { DomainError } from "./errors.js";
 import type { Logger } from "./logger.js";
 import { metricsRegistry, sampleOnScrape } from "./metrics.js";
 
@@ -47,6 +49,18 @@ export interface JobRow {
   leasedUntil: Date | null;
   leaseToken: string | null;
 }
+
+/**
+ * How long a claim, or the record of an outcome, may wait for the database's answer. Past it the
+ * claim is given up (its rows, if it did commit, are adopted by the next one) and a record is
+ * tried again: a worker that awaited a connection that never answers would claim nothing more
+ * (after a failover the HA test saw a worker claim nothing for over a minute with deliveries due).
+ */
+const answerWithinMs = 10_000;
+
+const answered = <T>(work: () => Promise<T>): Promise<T> => withDeadline(Deadline.in(answerWithinMs), work);
+
+const timedOut = (error: unknown) => error instanceof DomainError && error.kind === "deadline_exceeded";
 
 /** A job this worker holds. */
 export interface ClaimedJob<Row extends JobRow> {
@@ -148,19 +162,21 @@ export function startJobWorker<Row extends JobRow>(options: JobWorkerOptions<Row
   };
 
   const claimWith = async (token: string, lost: string[], limit: number): Promise<Row[]> =>
-    (await sql.begin(async (tx) => {
-      const now = clock();
-      const until = new Date(now.getTime() + leaseMs);
-      // Adopted rows may take a group past its cap by what the lost claim held: it counted them.
-      const adopted = lost.length
-        ? await tx<Row[]>`
+    (await answered(() =>
+      sql.begin(async (tx) => {
+        const now = clock();
+        const until = new Date(now.getTime() + leaseMs);
+        // Adopted rows may take a group past its cap by what the lost claim held: it counted them.
+        const adopted = lost.length
+          ? await tx<Row[]>`
             update ${tx(table)} set leased_until = ${until}, lease_token = ${token}
             where lease_token = any(${lost}) and leased_until > ${now}
             returning *`
-        : [];
-      const room = limit - adopted.length;
-      return room > 0 ? [...adopted, ...(await claimDue(tx, token, now, until, room))] : adopted;
-    })) as unknown as Row[];
+          : [];
+        const room = limit - adopted.length;
+        return room > 0 ? [...adopted, ...(await claimDue(tx, token, now, until, room))] : adopted;
+      }),
+    )) as unknown as Row[];
 
   const claimDue = async (tx: TransactionSql, token: string, now: Date, until: Date, limit: number) => {
     const group = options.perGroup;
@@ -203,15 +219,17 @@ export function startJobWorker<Row extends JobRow>(options: JobWorkerOptions<Row
     // Stop the run a little before the lease ends: past it, another claim may start the job.
     const timer = setTimeout(() => abort.abort(new Error("job lease ending")), Math.max(leaseMs - 5000, leaseMs / 2));
     const recordOnce = (record: (tx: TransactionSql) => Promise<void>, finishOptions?: FinishOptions) =>
-      sql.begin(async (tx) => {
-        await finishOptions?.lockFirst?.(tx);
-        const [held] = await tx`
-          select id from ${tx(table)} where id = ${row.id} and lease_token = ${row.leaseToken} for update`;
-        if (!held) return false;
-        await record(tx);
-        await tx`update ${tx(table)} set leased_until = null, lease_token = null where id = ${row.id}`;
-        return true;
-      });
+      answered(() =>
+        sql.begin(async (tx) => {
+          await finishOptions?.lockFirst?.(tx);
+          const [held] = await tx`
+            select id from ${tx(table)} where id = ${row.id} and lease_token = ${row.leaseToken} for update`;
+          if (!held) return false;
+          await record(tx);
+          await tx`update ${tx(table)} set leased_until = null, lease_token = null where id = ${row.id}`;
+          return true;
+        }),
+      );
     // The work is done (the webhook sent): its outcome is recorded even if the database is lost
     // meanwhile, by trying again while the lease lasts. Fenced by the token, a second try after
     // a first that did commit records nothing (and answers false).
@@ -220,7 +238,7 @@ export function startJobWorker<Row extends JobRow>(options: JobWorkerOptions<Row
         try {
           return (await recordOnce(record, finishOptions)) as boolean;
         } catch (error) {
-          if (!isConnectionError(error) || abort.signal.aborted) throw error;
+          if (!(isConnectionError(error) || timedOut(error)) || abort.signal.aborted) throw error;
           await pause(250);
         }
       }
