@@ -291,15 +291,6 @@ async function pipelineState() {
     from notifier.deliveries group by 1, 2, 3, 4, 5`;
   const applied = await db`
     select consumer, count(*)::int as count from notifier.applied_events group by 1 order by 1`;
-  // Events the notifier marked applied that recorded no delivery, and what its logs say of them.
-  const orphans = await db<{ eventId: string; appliedAt: Date }[]>`
-    select event_id, applied_at from notifier.applied_events a
-    where consumer = 'notifier_ledger_commission_created'
-      and not exists (select 1 from notifier.deliveries d where d.event_id = a.event_id)`;
-  const told = orphans.map((orphan) => ({
-    ...orphan,
-    logs: mesh.recentOutput().filter((line) => line.includes(orphan.eventId)),
-  }));
   const outcomes = await fetch(mesh.metricsUrls.notifier ?? "")
     .then((res) => res.text())
     .then((text) => text.split("\n").filter((line) => line.startsWith("consumer_events_total")))
@@ -308,11 +299,26 @@ async function pipelineState() {
     ...outbox,
     deliveries,
     applied,
-    orphans: told,
+    orphans: await orphanedEvents(),
     outcomes,
     consumers: await ledgerConsumers(),
     recent: mesh.recentOutput().slice(-15),
   };
+}
+
+/**
+ * `commission.created` events the notifier marked applied without recording their delivery (the
+ * two are one transaction, so there must be none), with what the logs say of each.
+ */
+async function orphanedEvents() {
+  const orphans = await db<{ eventId: string; appliedAt: Date }[]>`
+    select event_id, applied_at from notifier.applied_events a
+    where consumer = 'notifier_ledger_commission_created'
+      and not exists (select 1 from notifier.deliveries d where d.event_id = a.event_id)`;
+  return orphans.map((orphan) => ({
+    ...orphan,
+    logs: mesh.recentOutput().filter((line) => line.includes(orphan.eventId)),
+  }));
 }
 
 /** The durable consumers of the ledger's stream: the events of its subject, and what it has yet to receive or acknowledge. */
@@ -366,6 +372,7 @@ async function expectWebhooksExactlyOnce(): Promise<{ arrivals: number; commissi
     idsByCommission.set(arrival.commissionId, ids);
   }
   for (const [commission, ids] of idsByCommission) expect(ids.size, commission).toBe(1);
+  expect(await orphanedEvents(), "events marked applied without their delivery").toEqual([]);
   return { arrivals: receiver.arrivals.length, commissions };
 }
 
