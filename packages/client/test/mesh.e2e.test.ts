@@ -18,6 +18,7 @@ import {
   createTestNamespace,
   type FaultProxy,
   holdLocks,
+  killAndWait,
   type TestDatabase,
   type TestNamespace,
 } from "@affiliate/testing";
@@ -80,15 +81,7 @@ async function program(name: string, options: Partial<ClientOptions> = {}) {
 async function killLedger(): Promise<void> {
   const pid = mesh.pids.ledger;
   if (!pid) throw new Error("the ledger is not running");
-  process.kill(pid, "SIGKILL");
-  for (;;) {
-    try {
-      process.kill(pid, 0);
-    } catch {
-      return;
-    }
-    await sleep(20);
-  }
+  await killAndWait(pid);
 }
 
 /** What the ledger applied to a payment: its refunds and the refunded total it keeps. */

@@ -1,11 +1,11 @@
 import { type ChildProcess, execFile, spawn } from "node:child_process";
 import { chownSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
-import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { promisify } from "node:util";
 import { connect } from "nats";
 import postgres from "postgres";
+import { alive, freePort, killAndWait } from "./processes.js";
 
 /**
  * Real clusters on one machine for high-availability tests: a three-node JetStream cluster and a
@@ -16,30 +16,6 @@ import postgres from "postgres";
 
 const run = promisify(execFile);
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
-
-/** Ports this process handed out, so two clusters started side by side never share one. */
-const handedOut = new Set<number>();
-
-function bindable(port: number): Promise<boolean> {
-  return new Promise((resolve) => {
-    const server = createServer();
-    server.once("error", () => resolve(false));
-    server.listen(port, "127.0.0.1", () => server.close(() => resolve(true)));
-  });
-}
-
-/**
- * A port free a moment ago, below the kernel's ephemeral range (32768 and up): a listener only
- * binds its port when started, and meanwhile an outgoing connection could take an ephemeral one.
- */
-async function freePort(): Promise<number> {
-  for (;;) {
-    const port = 20_000 + Math.floor(Math.random() * 12_000);
-    if (handedOut.has(port) || !(await bindable(port))) continue;
-    handedOut.add(port);
-    return port;
-  }
-}
 
 async function until<T>(what: string, timeoutMs: number, attempt: () => Promise<T | undefined>): Promise<T> {
   const giveUpAt = Date.now() + timeoutMs;
@@ -53,25 +29,6 @@ async function until<T>(what: string, timeoutMs: number, attempt: () => Promise<
     }
     if (Date.now() > giveUpAt) throw new Error(`${what} within ${timeoutMs} ms: ${String(lastError ?? "no")}`);
     await sleep(200);
-  }
-}
-
-/** Sends SIGKILL to a process and waits until it is gone. */
-async function killHard(pid: number): Promise<void> {
-  try {
-    process.kill(pid, "SIGKILL");
-  } catch {
-    return;
-  }
-  while (alive(pid)) await sleep(20);
-}
-
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
   }
 }
 
@@ -141,7 +98,7 @@ export async function startNatsCluster(options: { nodes?: number } = {}): Promis
     });
 
   const stop = async () => {
-    for (const node of nodes) if (node.process?.pid) await killHard(node.process.pid);
+    for (const node of nodes) if (node.process?.pid) await killAndWait(node.process.pid);
     rmSync(directory, { recursive: true, force: true });
   };
   try {
@@ -157,7 +114,7 @@ export async function startNatsCluster(options: { nodes?: number } = {}): Promis
     urls,
     async kill(index) {
       const pid = nodes[index]?.process?.pid;
-      if (pid) await killHard(pid);
+      if (pid) await killAndWait(pid);
     },
     async restart(index) {
       start(index);

@@ -6,3 +6,4 @@ export * from "./infrastructure.js";
 export * from "./locks.js";
 export * from "./metrics.js";
 export * from "./nats.js";
+export * from "./processes.js";

@@ -4,37 +4,13 @@
  * of other packages (the client's), test/helpers.ts for the mesh's own.
  */
 import { spawn } from "node:child_process";
-import { createServer } from "node:net";
 import { join } from "node:path";
+import { freePort } from "@affiliate/testing";
 import { type Mesh, startMesh } from "./mesh.js";
 import { repositoryRoot, services } from "./services.js";
 
-/** Ports this test process has handed out: a mesh asks for a dozen, and none may repeat. */
-const handedOut = new Set<number>();
-
-/** Whether a port can be bound on loopback right now. */
-function bindable(port: number): Promise<boolean> {
-  return new Promise((resolve) => {
-    const server = createServer();
-    server.once("error", () => resolve(false));
-    server.listen(port, "127.0.0.1", () => server.close(() => resolve(true)));
-  });
-}
-
-/**
- * A port that was free a moment ago, chosen below the kernel's ephemeral range (32768 and up on
- * Linux). A port the kernel gave out for `listen(0)` is an ephemeral one, and between this check
- * and the service's own bind an outgoing connection (to Postgres, say) may take it as its source
- * port; below that range only a listener can.
- */
-export async function freePort(): Promise<number> {
-  for (;;) {
-    const port = 20_000 + Math.floor(Math.random() * 12_000);
-    if (handedOut.has(port) || !(await bindable(port))) continue;
-    handedOut.add(port);
-    return port;
-  }
-}
+/** A free port: the testing package hands them out, never one twice in a test process. */
+export { freePort };
 
 /** The instance names of a mesh with `replicas`: `ledger`, `ledger-2`… (see MeshOptions.replicas). */
 function instanceNames(replicas: Record<string, number> = {}): { name: string; protocol: "rpc" | "http" }[] {

@@ -4,6 +4,7 @@ import {
   createTestNamespace,
   type FaultProxy,
   holdLocks,
+  killAndWait,
   type TestDatabase,
   type TestNamespace,
 } from "@affiliate/testing";
@@ -36,15 +37,7 @@ const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 async function killLedger(): Promise<void> {
   const pid = mesh.pids.ledger;
   if (!pid) throw new Error("the ledger is not running");
-  process.kill(pid, "SIGKILL");
-  for (;;) {
-    try {
-      process.kill(pid, 0);
-    } catch {
-      return;
-    }
-    await sleep(20);
-  }
+  await killAndWait(pid);
 }
 
 beforeAll(async () => {

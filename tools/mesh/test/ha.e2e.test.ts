@@ -360,10 +360,9 @@ async function expectWebhooksExactlyOnce(): Promise<{ arrivals: number; commissi
   const [row] = await db<{ commissions: number }[]>`select count(*)::int as commissions from ledger.commissions`;
   const commissions = row?.commissions ?? 0;
   await eventually(async () => {
-    expect(
-      new Set(receiver.arrivals.map((arrival) => arrival.commissionId)).size,
-      JSON.stringify(await pipelineState()),
-    ).toBe(commissions);
+    const arrived = new Set(receiver.arrivals.map((arrival) => arrival.commissionId)).size;
+    // The pipeline's state (a dozen queries and a NATS connection) only while some are missing.
+    expect(arrived, arrived === commissions ? "" : JSON.stringify(await pipelineState())).toBe(commissions);
   }, 60_000);
   const idsByCommission = new Map<string, Set<string>>();
   for (const arrival of receiver.arrivals) {
@@ -392,17 +391,20 @@ async function expectRotatedKeyRefusedWithin2s(): Promise<number> {
     answer = await api("GET", "/api/v1/program", undefined, {}, product.secret_key);
   }
   const refusedAfterMs = Date.now() - rotatedAt;
-  const context = async () =>
-    JSON.stringify({
-      refusedAfterMs,
-      partnersLeader: await streamLeader("PARTNERS").catch(String),
-      feeds: mesh
-        .recentOutput()
-        .filter((line) => /follow|feed|silent|outbox relay|nats/i.test(line))
-        .slice(-12),
-    });
-  expect(answer.status, await context()).toBe(401);
-  expect(refusedAfterMs, await context()).toBeLessThanOrEqual(2500);
+  // Gathered only when the promise was broken: it asks the cluster, which a pass need not.
+  const context =
+    answer.status === 401 && refusedAfterMs <= 2500
+      ? ""
+      : JSON.stringify({
+          refusedAfterMs,
+          partnersLeader: await streamLeader("PARTNERS").catch(String),
+          feeds: mesh
+            .recentOutput()
+            .filter((line) => /follow|feed|silent|outbox relay|nats/i.test(line))
+            .slice(-12),
+        });
+  expect(answer.status, context).toBe(401);
+  expect(refusedAfterMs, context).toBeLessThanOrEqual(2500);
   return refusedAfterMs;
 }
 
