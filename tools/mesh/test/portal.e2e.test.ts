@@ -2,7 +2,7 @@ import { randomBytes } from "node:crypto";
 import { mkdirSync } from "node:fs";
 import { join } from "node:path";
 import { createTestDatabase, createTestNamespace, type TestDatabase, type TestNamespace } from "@affiliate/testing";
-import { type Browser, type BrowserContext, chromium, type Page } from "playwright-core";
+import { type Browser, type BrowserContext, chromium, type Locator, type Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Mesh } from "../src/mesh.js";
 import { repositoryRoot } from "../src/services.js";
@@ -221,6 +221,17 @@ const namelessControlsScript = `[...document.querySelectorAll("button, input, se
 
 const namelessControls = (page: Page) => page.evaluate<string[]>(namelessControlsScript);
 
+/**
+ * An opened payout's adjustment rows, with what its panel says: when the lines do not come, the
+ * failure shows whether they are still loading or which error the page gave.
+ */
+async function payoutLines(payout: Locator): Promise<{ adjustments: number; panel: string | null }> {
+  return {
+    adjustments: await payout.locator("tr.adjustment").count(),
+    panel: await payout.locator(".payout-lines").textContent(),
+  };
+}
+
 describe("the affiliate portal in a browser", () => {
   it("signs in by token, shows the API's figures, copies the link, switches period, opens a payout to its clawback line, signs out", async () => {
     const token = await mintToken();
@@ -279,7 +290,7 @@ describe("the affiliate portal in a browser", () => {
       await toggle.click();
       expect(await toggle.getAttribute("aria-expanded")).toBe("true");
       const clawbackLine = payout.locator("tr.adjustment");
-      await settled(() => clawbackLine.count()).toBe(1);
+      await settled(() => payoutLines(payout)).toMatchObject({ adjustments: 1 });
       const adjustment = detail.lines.find((line: { kind: string }) => line.kind === "adjustment");
       expect(adjustment.description).toContain(made.refundedCommissionId);
       expect(await clawbackLine.locator("td").first().textContent()).toBe(`Clawback ${adjustment.description}`);
@@ -323,10 +334,13 @@ describe("the affiliate portal in a browser", () => {
     const { context, page, problems } = await openBrowser(375);
     try {
       await page.goto(`${mesh.gatewayUrl}/portal#token=${token}`);
+      // Every section loaded first, as a reader would see it: a click while the sections above
+      // are still filling in would measure a layout that is about to move.
+      await settled(() => page.locator('[data-kpi="clicks"] .kpi-value').textContent()).toBe("3");
+      await settled(() => page.locator("li.commission").count()).toBeGreaterThan(0);
       const payout = page.locator(`[data-payout="${made.clawbackPayoutId}"]`);
       await payout.getByRole("button").click();
-      await settled(() => payout.locator("tr.adjustment").count()).toBe(1);
-      await settled(() => page.locator('[data-kpi="clicks"] .kpi-value').textContent()).toBe("3");
+      await settled(() => payoutLines(payout)).toMatchObject({ adjustments: 1 });
       // Nothing wider than the screen: no sideways scrolling.
       expect(await page.evaluate<number>("document.documentElement.scrollWidth")).toBeLessThanOrEqual(375);
       await page.screenshot({ path: join(artifacts, "portal-375.png"), fullPage: true });
