@@ -25,7 +25,7 @@ import { EventBudget } from "./event-budget.js";
 import { RouteCatalog } from "./http/route-catalog.js";
 import { maxBodyDepth, nestsDeeperThan } from "./json-depth.js";
 import { type OpenApiDocument, openApiDocument } from "./openapi.js";
-import { partnersDirectory } from "./partners-directory.js";
+import { partnershipLookup } from "./partnership-lookup.js";
 import { affiliateApiRoutes } from "./routes/affiliate-api.js";
 import { affiliateLoginRoutes } from "./routes/affiliate-login.js";
 import { opsRoutes, type ReadinessReport } from "./routes/ops.js";
@@ -211,7 +211,7 @@ export function buildServer(deps: GatewayDeps): FastifyInstance {
   });
 
   const { partners, ledger, payouts, privacy } = deps;
-  const directory = partnersDirectory(partners, { activeCountTtlMs: deps.config.ACTIVE_AFFILIATES_CACHE_MS });
+  const lookup = partnershipLookup(partners, { activeCountTtlMs: deps.config.ACTIVE_AFFILIATES_CACHE_MS });
   const stats = deps.stats ?? ledgerStats(ledger);
 
   // Tracking: live and test keys, its own per-key budget, counted in events.
@@ -237,11 +237,11 @@ export function buildServer(deps: GatewayDeps): FastifyInstance {
     async (v1) => {
       await guard(v1, deps.keyCache, "management", deps.config.RATE_LIMIT_PER_MINUTE);
       await v1.register(affiliatesRoutes, { partners, stats });
-      await v1.register(commissionsRoutes, { ledger, directory });
+      await v1.register(commissionsRoutes, { ledger, lookup });
       await v1.register(refundsRoutes, { ledger });
-      await v1.register(payoutsRoutes, { payouts, directory });
+      await v1.register(payoutsRoutes, { payouts, lookup });
       await v1.register(programRoutes, { partners });
-      await v1.register(statsRoutes, { ledger, directory });
+      await v1.register(statsRoutes, { ledger, lookup });
       await v1.register(webhooksRoutes, { notifier: deps.notifier });
       await v1.register(customersRoutes, { privacy });
       await v1.register(integrationsRoutes, { integrations: deps.integrations });

@@ -22,11 +22,11 @@ import {
 import type { Client } from "@connectrpc/connect";
 import type { FastifyInstance } from "fastify";
 import { defineRoute } from "../../http/define-route.js";
-import type { PartnersDirectory } from "../../partners-directory.js";
+import type { PartnershipLookup } from "../../partnership-lookup.js";
 
 export interface CommissionsRouteDeps {
   ledger: Client<typeof LedgerService>;
-  directory: PartnersDirectory;
+  lookup: PartnershipLookup;
 }
 
 const tags: [string] = ["Commissions"];
@@ -37,9 +37,9 @@ const actionValues = { approve: CommissionAction.APPROVE, reject: CommissionActi
  * Commissions (spec 2.2, contract section 6): the ledger's records, with each one's affiliate
  * composed from partners in one BatchGetPartnerships call per answer, however many items it has.
  */
-export async function commissionsRoutes(app: FastifyInstance, { ledger, directory }: CommissionsRouteDeps) {
+export async function commissionsRoutes(app: FastifyInstance, { ledger, lookup }: CommissionsRouteDeps) {
   const compose = async (productId: string, commissions: readonly Commission[]): Promise<PublicCommission[]> => {
-    const partnerships = await directory.partnershipsByIds(
+    const partnerships = await lookup.partnershipsByIds(
       productId,
       commissions.map((commission) => commission.partnershipId),
     );
@@ -47,7 +47,7 @@ export async function commissionsRoutes(app: FastifyInstance, { ledger, director
   };
 
   const one = async (productId: string, commission: Commission) => {
-    const partnerships = await directory.partnershipsByIds(productId, [commission.partnershipId]);
+    const partnerships = await lookup.partnershipsByIds(productId, [commission.partnershipId]);
     return { data: toPublicCommission(commission, partnerships.get(commission.partnershipId)) };
   };
 

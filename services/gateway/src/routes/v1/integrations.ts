@@ -1,10 +1,10 @@
 import type { IntegrationsService } from "@affiliate/proto/integrations";
 import {
-  outcomeToProto,
+  stripeEventOutcomeValue,
+  toPage,
   toPublicStripeConnection,
   toPublicStripeEvent,
-} from "@affiliate/rest-shapes/integration-mappers";
-import { toPage } from "@affiliate/rest-shapes/mappers";
+} from "@affiliate/rest-shapes/mappers";
 import {
   connectStripeBodySchema,
   listStripeEventsQuerySchema,
@@ -93,7 +93,7 @@ export async function integrationsRoutes(app: FastifyInstance, { integrations }:
     handler: async ({ query, request }) => {
       const page = await integrations.listStripeEvents({
         productId: request.productId,
-        outcome: query.outcome === undefined ? undefined : outcomeToProto(query.outcome),
+        outcome: query.outcome === undefined ? undefined : stripeEventOutcomeValue(query.outcome),
         pageSize: query.limit,
         pageToken: query.cursor ?? "",
       });

@@ -19,14 +19,14 @@ import type { Client } from "@connectrpc/connect";
 import type { FastifyInstance } from "fastify";
 import { HttpError, parseOrThrow } from "../../errors.js";
 import { defineRoute } from "../../http/define-route.js";
-import type { PartnersDirectory } from "../../partners-directory.js";
+import type { PartnershipLookup } from "../../partnership-lookup.js";
 
 /** How long POST /api/v1/payouts/generate waits for the payouts service. */
 export const generationTimeoutMs = 10 * 60 * 1000;
 
 export interface PayoutsRouteDeps {
   payouts: Client<typeof PayoutsService>;
-  directory: PartnersDirectory;
+  lookup: PartnershipLookup;
 }
 
 const actionValues: Record<PublicPayoutAction, PayoutAction> = {
@@ -59,9 +59,9 @@ const tags: [string] = ["Payouts"];
  * Payouts (spec 2.3, 3.2, 4.10; contract section 8): the payouts service's records, with each
  * one's affiliate composed from partners in one BatchGetPartnerships call per answer.
  */
-export async function payoutsRoutes(app: FastifyInstance, { payouts, directory }: PayoutsRouteDeps) {
+export async function payoutsRoutes(app: FastifyInstance, { payouts, lookup }: PayoutsRouteDeps) {
   const compose = async (productId: string, list: readonly Payout[]): Promise<PublicPayout[]> => {
-    const partnerships = await directory.partnershipsByIds(
+    const partnerships = await lookup.partnershipsByIds(
       productId,
       list.map((payout) => payout.partnershipId),
     );
@@ -69,7 +69,7 @@ export async function payoutsRoutes(app: FastifyInstance, { payouts, directory }
   };
 
   const one = async (productId: string, payout: Payout, deleted = false) => {
-    const partnerships = await directory.partnershipsByIds(productId, [payout.partnershipId]);
+    const partnerships = await lookup.partnershipsByIds(productId, [payout.partnershipId]);
     return { data: toPublicPayout(payout, partnerships.get(payout.partnershipId), { deleted }) };
   };
 

@@ -13,11 +13,11 @@ import type { FastifyInstance } from "fastify";
 import { z } from "zod";
 import { HttpError } from "../../errors.js";
 import { defineRoute } from "../../http/define-route.js";
-import type { PartnersDirectory } from "../../partners-directory.js";
+import type { PartnershipLookup } from "../../partnership-lookup.js";
 
 export interface StatsRouteDeps {
   ledger: Client<typeof LedgerService>;
-  directory: PartnersDirectory;
+  lookup: PartnershipLookup;
 }
 
 /**
@@ -38,7 +38,7 @@ export const invalidPeriod = {
 };
 
 /** The program's KPIs (contract section 10): sums from the ledger, active affiliates from partners. */
-export async function statsRoutes(app: FastifyInstance, { ledger, directory }: StatsRouteDeps) {
+export async function statsRoutes(app: FastifyInstance, { ledger, lookup }: StatsRouteDeps) {
   defineRoute(app, {
     method: "GET",
     url: "/stats",
@@ -55,7 +55,7 @@ export async function statsRoutes(app: FastifyInstance, { ledger, directory }: S
       const productId = request.productId;
       const [stats, activeAffiliates] = await Promise.all([
         ledger.getStats({ productId, period: periodValue(period) }),
-        directory.countActivePartnerships(productId),
+        lookup.countActivePartnerships(productId),
       ]);
       return { data: toPublicStats(period, stats, activeAffiliates) };
     },

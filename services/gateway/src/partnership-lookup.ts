@@ -6,7 +6,7 @@ import { LRUCache } from "lru-cache";
  * What the gateway reads from partners to compose answers owned by other services: the
  * affiliates behind a page of commissions, and the count of active affiliates in the stats.
  */
-export interface PartnersDirectory {
+export interface PartnershipLookup {
   /**
    * The partnerships of these ids, by id (ids are deduplicated, and asked 100 per call). Ids of
    * other products or unknown ids are absent from the map.
@@ -19,7 +19,7 @@ export interface PartnersDirectory {
   countActivePartnerships(productId: string): Promise<number>;
 }
 
-export interface PartnersDirectoryOptions {
+export interface PartnershipLookupOptions {
   /**
    * How long a product's active count is reused (0: asked every time). Dashboards poll the stats,
    * and the count was a fifth of a summary's CPU; a count a few seconds old reads the same.
@@ -36,10 +36,10 @@ const batchGetLimit = 100;
  * Partners' BatchGetPartnerships and CountPartnerships: one RPC per 100 items (a payout
  * generation's answer can name thousands of partnerships), never one per item.
  */
-export function partnersDirectory(
+export function partnershipLookup(
   partners: Client<typeof PartnersService>,
-  options: PartnersDirectoryOptions,
-): PartnersDirectory {
+  options: PartnershipLookupOptions,
+): PartnershipLookup {
   const countActive = async (productId: string) =>
     Number((await partners.countPartnerships({ productId, status: PartnershipStatus.ACTIVE })).count);
   // fetch() shares one call among concurrent askers and keeps no failure.

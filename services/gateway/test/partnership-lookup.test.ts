@@ -1,6 +1,6 @@
 import { PartnershipStatus } from "@affiliate/proto/partners";
 import { describe, expect, it } from "vitest";
-import { partnersDirectory } from "../src/partners-directory.js";
+import { partnershipLookup } from "../src/partnership-lookup.js";
 import { FakePartners } from "./support/fake-partners.js";
 
 /** A clock the test moves by hand. */
@@ -11,22 +11,22 @@ const manualClock = () => ({
   },
 });
 
-describe("partnersDirectory's active-affiliates count", () => {
+describe("partnershipLookup's active-affiliates count", () => {
   it("reuses a product's count for the TTL, then asks partners again", async () => {
     const fake = new FakePartners();
     const { productId } = fake.addProduct();
     fake.seed(productId, "a@example.com");
     const clock = manualClock();
-    const directory = partnersDirectory(fake.client, { activeCountTtlMs: 5000, clock });
+    const lookup = partnershipLookup(fake.client, { activeCountTtlMs: 5000, clock });
 
-    expect(await directory.countActivePartnerships(productId)).toBe(1);
+    expect(await lookup.countActivePartnerships(productId)).toBe(1);
     fake.seed(productId, "b@example.com");
     clock.ms += 4999;
-    expect(await directory.countActivePartnerships(productId)).toBe(1);
+    expect(await lookup.countActivePartnerships(productId)).toBe(1);
     expect(fake.callsOf("countPartnerships")).toBe(1);
 
     clock.ms += 2;
-    expect(await directory.countActivePartnerships(productId)).toBe(2);
+    expect(await lookup.countActivePartnerships(productId)).toBe(2);
     expect(fake.callsOf("countPartnerships")).toBe(2);
   });
 
@@ -36,12 +36,12 @@ describe("partnersDirectory's active-affiliates count", () => {
     const second = fake.addProduct().productId;
     fake.seed(first, "a@example.com");
     fake.seed(second, "b@example.com", PartnershipStatus.PENDING);
-    const directory = partnersDirectory(fake.client, { activeCountTtlMs: 5000, clock: manualClock() });
+    const lookup = partnershipLookup(fake.client, { activeCountTtlMs: 5000, clock: manualClock() });
 
     const counts = await Promise.all([
-      directory.countActivePartnerships(first),
-      directory.countActivePartnerships(first),
-      directory.countActivePartnerships(second),
+      lookup.countActivePartnerships(first),
+      lookup.countActivePartnerships(first),
+      lookup.countActivePartnerships(second),
     ]);
 
     expect(counts).toEqual([1, 1, 0]);
@@ -54,9 +54,9 @@ describe("partnersDirectory's active-affiliates count", () => {
   it("asks every time with a TTL of 0", async () => {
     const fake = new FakePartners();
     const { productId } = fake.addProduct();
-    const directory = partnersDirectory(fake.client, { activeCountTtlMs: 0 });
-    await directory.countActivePartnerships(productId);
-    await directory.countActivePartnerships(productId);
+    const lookup = partnershipLookup(fake.client, { activeCountTtlMs: 0 });
+    await lookup.countActivePartnerships(productId);
+    await lookup.countActivePartnerships(productId);
     expect(fake.callsOf("countPartnerships")).toBe(2);
   });
 });
