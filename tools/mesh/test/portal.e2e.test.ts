@@ -193,6 +193,13 @@ async function openBrowser(width: number): Promise<{
     timezoneId: "UTC",
   });
   await context.grantPermissions(["clipboard-read", "clipboard-write"], { origin: mesh.gatewayUrl });
+  // A refusal by the Content-Security-Policy becomes a console error, so it lands in `problems`
+  // named as such, whether or not the browser also logs it on its own.
+  await context.addInitScript(() => {
+    document.addEventListener("securitypolicyviolation", (event) =>
+      console.error(`CSP refused ${event.blockedURI || "inline code"} (${event.effectiveDirective})`),
+    );
+  });
   const page = await context.newPage();
   const requests: string[] = [];
   const problems: string[] = [];
