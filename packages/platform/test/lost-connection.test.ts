@@ -1,8 +1,8 @@
-import { setTimeout as sleep } from "node:timers/promises";
 import { createTestDatabase, type TestDatabase } from "@affiliate/testing";
 import postgres from "postgres";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { createSql, type Sql } from "../src/db.js";
+import { eventually, sleep } from "./helpers.js";
 
 /**
  * A transaction whose connection is lost (its server killed, a failover) never has a statement
@@ -37,6 +37,15 @@ async function killBackend(name: string) {
   expect(killed).toHaveLength(1);
 }
 
+/** A one-shot signal between the test and a transaction's callback. */
+function signal(): { fire: () => void; fired: Promise<void> } {
+  let fire = () => {};
+  const fired = new Promise<void>((resolve) => {
+    fire = resolve;
+  });
+  return { fire, fired };
+}
+
 describe("a transaction whose connection is lost", () => {
   let sql: Sql;
   const name = "lost-connection-test";
@@ -48,13 +57,12 @@ describe("a transaction whose connection is lost", () => {
 
   it("applies nothing its callback sends after the loss, even once the pool reconnected", async () => {
     let afterLoss: Promise<unknown> | undefined;
-    let letProceed = () => {};
-    const proceed = new Promise<void>((resolve) => {
-      letProceed = resolve;
-    });
+    const inside = signal();
+    const proceed = signal();
     const transaction = sql.begin(async (tx) => {
       await tx`insert into marks values ('before the loss')`;
-      await proceed;
+      inside.fire();
+      await proceed.fired;
       afterLoss = tx`insert into marks values ('after the loss')`.then(
         () => "applied",
         (error: unknown) => error,
@@ -65,7 +73,9 @@ describe("a transaction whose connection is lost", () => {
       () => "committed",
       (error: unknown) => error,
     );
-    await sleep(100);
+    // The transaction holds the pool's one connection (a sleep instead was too short on a loaded
+    // machine: the kill then came before the transaction had begun).
+    await inside.fired;
     // Queued behind the transaction: once its connection is lost, the pool reconnects it for this.
     const queued = sql`select 1 as one`;
     const queuedAnswer = queued.then((rows) => rows[0]?.one);
@@ -74,29 +84,35 @@ describe("a transaction whose connection is lost", () => {
     expect(await outcome).toMatchObject({ code: expect.stringMatching(/CONNECTION|ECONNRESET|57P01/) });
     expect(await queuedAnswer).toBe(1);
     // The callback goes on after the loss (it may have been awaiting something else).
-    letProceed();
-    await sleep(200);
-    expect(afterLoss).toBeDefined();
-    expect(await afterLoss).toBeInstanceOf(Error);
+    proceed.fire();
+    // What the callback sent after the loss, once it has: refused, never applied.
+    const late = await eventually("the callback to send its statement after the loss", () => afterLoss);
+    expect(late).toBeInstanceOf(Error);
     expect(await admin`select id from marks`).toEqual([]);
     await sql.end();
   });
 
   it("keeps the process alive when a write was queued as the socket closed", async () => {
     const rejections: unknown[] = [];
+    const callbackDone = signal();
     const transaction = sql.begin(async (tx) => {
-      await tx`select 1`;
-      // Killed while the callback is between two statements; the next one is queued to a closed socket.
-      await killBackend(name);
-      await sleep(100);
       try {
-        await tx`insert into marks values ('late')`;
-      } catch (error) {
-        rejections.push(error);
+        await tx`select 1`;
+        // Killed while the callback is between two statements; the next one is queued to a closed socket.
+        await killBackend(name);
+        await sleep(100);
+        try {
+          await tx`insert into marks values ('late')`;
+        } catch (error) {
+          rejections.push(error);
+        }
+      } finally {
+        callbackDone.fire();
       }
     });
     await expect(transaction).rejects.toBeDefined();
-    await sleep(200);
+    // The callback runs on after the rejection: wait for its end, however slow the machine.
+    await callbackDone.fired;
     expect(rejections).toHaveLength(1);
     expect(await admin`select id from marks`).toEqual([]);
     // The pool serves again.
