@@ -44,6 +44,11 @@ export interface BenchConfig {
   /** S: minutes of mixed load, and the requests per second offered throughout (open loop). */
   soakMinutes: number;
   soakRate: number;
+  /**
+   * S: vacuum and analyze as autovacuum would when the server runs without it (BENCH_SOAK_AUTOVACUUM=off
+   * measures the database as this machine leaves it, never vacuumed).
+   */
+  soakAutovacuum: boolean;
 }
 
 export const sectionNames = ["A", "B", "C", "D", "E", "F", "G", "H", "I", "J", "K", "R", "S"] as const;
@@ -53,6 +58,14 @@ export type SectionName = (typeof sectionNames)[number];
  * wants a mesh that no other section has filled, since it measures how the figures drift.
  */
 const optInSections: readonly SectionName[] = ["S"];
+
+function onOff(env: NodeJS.ProcessEnv, name: string, fallback: boolean): boolean {
+  const raw = env[name];
+  if (raw === undefined || raw === "") return fallback;
+  if (raw === "on") return true;
+  if (raw === "off") return false;
+  throw new Error(`${name} must be on or off, not ${raw}`);
+}
 
 function positiveInt(env: NodeJS.ProcessEnv, name: string, fallback: number, min = 1): number {
   const raw = env[name];
@@ -115,5 +128,6 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): BenchConfig {
     stripeRate: positiveInt(env, "BENCH_STRIPE_RATE", 200),
     soakMinutes: positiveInt(env, "BENCH_SOAK_MINUTES", 10),
     soakRate: positiveInt(env, "BENCH_SOAK_RATE", 200),
+    soakAutovacuum: onOff(env, "BENCH_SOAK_AUTOVACUUM", true),
   };
 }

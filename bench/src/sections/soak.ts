@@ -1,5 +1,6 @@
 import { invariantViolations } from "@affiliate/ledger/dist/store/invariants.js";
 import { webhookEventTypes } from "@affiliate/rest-shapes/schemas/webhooks";
+import { type AutovacuumWork, startAutovacuumStandIn } from "../lib/autovacuum-stand-in.js";
 import { type BenchContext, gatewayHasRoute } from "../lib/context.js";
 import { cpuBetween, cpuSnapshot } from "../lib/cpu.js";
 import { HttpClient, type RequestOptions } from "../lib/http.js";
@@ -56,8 +57,10 @@ export interface SoakResult {
    * the first and last two minutes (sampled from pg_stat_activity every 100 ms).
    */
   postgresStatements: { statement: string; early: number; late: number }[];
-  /** The tables with the most dead row versions at the end of the load (this machine runs without autovacuum). */
+  /** The tables with the most dead row versions at the end of the load. */
   deadTuples: { table: string; live: number; dead: number }[];
+  /** What the autovacuum stand-in did, load and drain together (ran: false when the server's autovacuum is on, or BENCH_SOAK_AUTOVACUUM=off). */
+  autovacuum: AutovacuumWork;
   verdicts: { target: string; figure: string; met: boolean }[];
 }
 
@@ -414,6 +417,9 @@ async function runSoak(
 
   const processes = ctx.processes();
   const statements = startStatementSampler(sql, minutes, loadStart);
+  const autovacuum = config.soakAutovacuum
+    ? await startAutovacuumStandIn(sql)
+    : { stop: async (): Promise<AutovacuumWork> => ({ ran: false, vacuums: 0, analyzes: 0 }) };
   let running = true;
   const sampler = (async () => {
     while (running) {
@@ -493,6 +499,8 @@ async function runSoak(
     await sleep(drainPollMs);
   }
 
+  const autovacuumWork = await autovacuum.stop();
+
   const webhooksPerMinute = new Array<number>(minutes).fill(0);
   for (const arrival of sink.received()) {
     const index = Math.floor((arrival.at - loadStartWall) / 60_000);
@@ -542,6 +550,7 @@ async function runSoak(
     depthsAtDrain,
     postgresStatements,
     deadTuples: [...deadTuples],
+    autovacuum: autovacuumWork,
   };
 }
 
@@ -766,7 +775,11 @@ function report(result: SoakResult): void {
     2,
   );
   printTable(
-    "S. Dead row versions at the end of the load (no autovacuum on this machine)",
+    `S. Dead row versions at the end of the load (${
+      result.autovacuum.ran
+        ? `autovacuum stood in for: ${result.autovacuum.vacuums} vacuums, ${result.autovacuum.analyzes} analyzes`
+        : "the server's own autovacuum, or none with BENCH_SOAK_AUTOVACUUM=off"
+    })`,
     ["table", "live", "dead"],
     result.deadTuples.map((t) => [t.table, t.live, t.dead]),
     0,
