@@ -13,7 +13,7 @@
 import { execFileSync } from "node:child_process";
 import { existsSync, readdirSync, readFileSync } from "node:fs";
 import { dirname, join, relative } from "node:path";
-import { fileURLToPath } from "node:url";
+import { fileURLToPath, pathToFileURL } from "node:url";
 import { parse, parseAllDocuments } from "yaml";
 import { codeSpans, markdownTables, tableStartingWith } from "./lib/markdown-tables.mjs";
 import { checkExpression, exportedMetrics } from "./lib/promql.mjs";
@@ -315,6 +315,99 @@ function fileRules() {
     for (const key of service.secrets.filter((key) => key !== "SMTP_URL")) {
       if (!entry.environment?.[key]) problems.push(`compose.yaml: ${service.name} does not set ${key}`);
     }
+    for (const callee of service.calls) {
+      const { port } = services.find((candidate) => candidate.name === callee) ?? {};
+      if (entry.environment?.[`${upper(callee)}_URL`] !== `http://${callee}:${port}`) {
+        problems.push(
+          `compose.yaml: ${service.name} calls ${callee} but does not set ${upper(callee)}_URL: http://${callee}:${port}`,
+        );
+      }
+      if (entry.depends_on?.[callee]?.condition !== "service_healthy") {
+        problems.push(`compose.yaml: ${service.name} calls ${callee} but does not wait for it (service_healthy)`);
+      }
+    }
+  }
+  return problems;
+}
+
+/**
+ * Each service's own config (`src/config.ts`, imported as it is: Node 24 strips its types) against
+ * its entry. Its `calls` are the `<NAME>_URL` settings it declares, so a call added in code
+ * without a NetworkPolicy that admits it (the pod would time out in the cluster and nowhere else)
+ * fails here; its `secrets` hold every secret its config makes with the platform's `secret()`,
+ * `DATABASE_URL` exactly when it owns a schema, and only keys its config reads.
+ */
+async function configRules() {
+  const problems = [];
+  let secretsOf;
+  try {
+    ({ secretsOf } = await import("@affiliate/platform"));
+  } catch (error) {
+    return [`cannot load @affiliate/platform (npm ci builds it): ${error.message}`];
+  }
+  const urlSettingOf = new Map(services.map((service) => [`${upper(service.name)}_URL`, service.name]));
+  for (const service of services) {
+    const file = join(service.directory, "src", "config.ts");
+    let shape;
+    try {
+      const module = await import(pathToFileURL(join(repositoryRoot, file)).href);
+      shape = Object.entries(module).find(([name]) => /configShape$/i.test(name))?.[1];
+    } catch (error) {
+      problems.push(`${file}: cannot be imported (Node 24, .nvmrc, strips its types): ${error.message}`);
+      continue;
+    }
+    if (!shape) {
+      problems.push(`${file}: exports no config shape (an object named ...ConfigShape)`);
+      continue;
+    }
+    const settings = Object.keys(shape);
+    const reaches = settings.filter((key) => urlSettingOf.has(key)).map((key) => urlSettingOf.get(key));
+    if (!sameSet(reaches, service.calls)) {
+      problems.push(
+        `${service.name}: its config reaches [${reaches}] (its <NAME>_URL settings), services.json's calls are [${service.calls}]`,
+      );
+    }
+    const declared = secretsOf(shape);
+    for (const key of declared.filter((key) => !service.secrets.includes(key))) {
+      problems.push(
+        `${service.name}: its config declares the secret ${key}, which its secrets in services.json leave out`,
+      );
+    }
+    for (const key of service.secrets.filter((key) => !settings.includes(key))) {
+      problems.push(`${service.name}: services.json lists the secret ${key}, which its config does not read`);
+    }
+    if (service.secrets.includes("DATABASE_URL") !== (service.schema !== null)) {
+      problems.push(`${service.name}: DATABASE_URL belongs in its secrets exactly when it has a schema`);
+    }
+  }
+  return problems;
+}
+
+/**
+ * Who calls whom, from the list alone: callees start before their callers (the list's order is the
+ * start order), and each service's callers, which its NetworkPolicy admits, are exactly the
+ * services (and the operator CLI) whose calls name it.
+ */
+function callerRules() {
+  const problems = [];
+  const position = new Map(services.map((service, index) => [service.name, index]));
+  for (const service of services) {
+    for (const callee of service.calls) {
+      if (!position.has(callee) || callee === service.name) {
+        problems.push(`services.json: ${service.name} calls ${callee}, which is not another listed service`);
+      } else if (position.get(callee) > position.get(service.name)) {
+        problems.push(`services.json: ${service.name} calls ${callee}, which must come before it (start order)`);
+      }
+    }
+    const expected = [
+      ...services.filter((caller) => caller.calls.includes(service.name)).map((caller) => caller.name),
+      ...(operatorCli.calls.includes(service.name) ? [operatorCli.podLabel] : []),
+    ];
+    if (!sameSet(service.callers, expected)) {
+      problems.push(
+        `services.json: the callers of ${service.name} are [${service.callers}], but [${expected}] call it (their calls)`,
+      );
+    }
   }
   return problems;
 }
@@ -583,6 +676,11 @@ if (alertNames.size === 0) {
   failures += 1;
 }
 report("deploy/k8s/examples", await exampleRules(), "examples");
+report(
+  "services.json against each service's config",
+  [...(await configRules()), ...callerRules()],
+  "calls and secrets",
+);
 report("deploy (services.json, images, compose)", fileRules(), `${services.length} services`);
 report("deploy/grafana", dashboardRules(), "queries");
 report("docs", docsRules(alertNames), "tables");
