@@ -605,6 +605,47 @@ function docsRules(alertNames) {
     }
   });
 
+  // The commands a reader copies: they must set every key the services read, or a service whose
+  // key is missing crash-loops on its first start.
+  const secretKeys = [...new Set(services.flatMap((service) => service.secrets))];
+  const secretHolders = services.filter((service) => service.secrets.length > 0);
+  check("the Secret's commands", () => {
+    const commands = [
+      ["deploy/README.md, step 3", readme.match(/^### 3\. The Secret\n+```sh\n([\s\S]*?)```/m)?.[1]],
+      [
+        "k8s/base/secret.example.yaml",
+        read("k8s/base/secret.example.yaml").match(/^# +kubectl .*create secret[\s\S]*?\n#\n/m)?.[0],
+      ],
+    ];
+    for (const [where, command] of commands) {
+      if (!command) throw new Error(`${where}: no kubectl create secret command`);
+      for (const key of secretKeys) {
+        if (!command.includes(`--from-literal=${key}=`)) problems.push(`${where}: the command does not set ${key}`);
+      }
+    }
+    const restart = readme.match(/rollout restart ([^`]*)`/)?.[1] ?? "";
+    for (const service of secretHolders) {
+      if (!restart.includes(`deployment/${service.name} `) && !restart.endsWith(`deployment/${service.name}`)) {
+        problems.push(`deploy/README.md: the rollout restart after a Secret changes leaves out ${service.name}`);
+      }
+    }
+    const schemas = readme.match(/^Each service with a database creates and owns its schema \(([^)]*)\)/m)?.[1];
+    const listed = services.filter((service) => service.schema).map((service) => service.schema);
+    if (!schemas || !sameSet(codeSpans(schemas), listed)) {
+      problems.push(
+        `deploy/README.md: "Each service with a database creates and owns its schema" must name [${listed}]`,
+      );
+    }
+  });
+  check("the Compose commands", () => {
+    const exported = readme.match(/^## Docker Compose\n+```sh\n(export [\s\S]*?)\ndocker compose/m)?.[1];
+    if (!exported) throw new Error("no export line before docker compose up");
+    const required = [...read("compose.yaml").matchAll(/\$\{([A-Z_]+):\?/g)].map((match) => match[1]);
+    for (const key of new Set(required)) {
+      if (!exported.includes(`${key}=`)) problems.push(`deploy/README.md: the Compose export line does not set ${key}`);
+    }
+  });
+
   // The root README's configuration table: the per-service ports and URLs, NODE_ENV and every secret.
   const rootTable = tableStartingWith(
     markdownTables(readFileSync(join(repositoryRoot, "README.md"), "utf8")),
