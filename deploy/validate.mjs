@@ -354,6 +354,9 @@ async function configRules() {
   } catch (error) {
     return [`cannot load @affiliate/platform (npm ci builds it): ${error.message}`];
   }
+  const poolSizeKnown = (service, shape) => {
+    if (shape.DATABASE_POOL_SIZE) poolSizeOf.set(service.name, shape.DATABASE_POOL_SIZE.parse(undefined));
+  };
   const urlSettingOf = new Map(services.map((service) => [`${upper(service.name)}_URL`, service.name]));
   for (const service of services) {
     const file = join(service.directory, "src", "config.ts");
@@ -369,6 +372,7 @@ async function configRules() {
       problems.push(`${file}: exports no config shape (an object named ...ConfigShape)`);
       continue;
     }
+    poolSizeKnown(service, shape);
     const settings = Object.keys(shape);
     const reaches = settings.filter((key) => urlSettingOf.has(key)).map((key) => urlSettingOf.get(key));
     if (!sameSet(reaches, service.calls)) {
@@ -387,6 +391,51 @@ async function configRules() {
     }
     if (service.secrets.includes("DATABASE_URL") !== (service.schema !== null)) {
       problems.push(`${service.name}: DATABASE_URL belongs in its secrets exactly when it has a schema`);
+    }
+  }
+  return problems;
+}
+
+/** Each service's default pool size (DATABASE_POOL_SIZE), as its config gives it; filled by configRules. */
+const poolSizeOf = new Map();
+/** The production overlay, rendered; kept by the loop below for connectionRules. */
+let productionObjects = [];
+
+/**
+ * Postgres's max_connections (examples/postgres-cluster.yaml) against what production opens:
+ * every replica's pool, and one more pod's while a service rolls out (maxSurge 1, one service at
+ * a time). The figure the docs give is the one the overlay and the configs make.
+ */
+function connectionRules() {
+  const problems = [];
+  const [cluster] = parseAllDocuments(read("k8s/examples/postgres-cluster.yaml")).map((doc) => doc.toJSON());
+  const max = Number(cluster?.spec?.postgresql?.parameters?.max_connections);
+  const users = services
+    .filter((service) => service.schema !== null)
+    .map((service) => ({
+      replicas:
+        productionObjects.find((object) => object.kind === "Deployment" && object.metadata.name === service.name)?.spec
+          .replicas ?? 1,
+      pool: poolSizeOf.get(service.name) ?? 10,
+    }));
+  const steady = users.reduce((sum, user) => sum + user.replicas * user.pool, 0);
+  const rollout = Math.max(...users.map((user) => user.pool));
+  if (!(max >= steady + rollout)) {
+    problems.push(
+      `postgres-cluster.yaml: max_connections ${max} is below production's ${steady} connections and a rollout's ${rollout}`,
+    );
+  }
+  const [first] = users;
+  if (users.every((user) => user.replicas === first.replicas && user.pool === first.pool)) {
+    const figure = `${first.replicas} replicas x ${users.length} services x a pool of ${first.pool}`;
+    for (const file of ["README.md", "k8s/examples/postgres-cluster.yaml"]) {
+      if (
+        !read(file)
+          .replace(/\s+#?\s*/g, " ")
+          .includes(figure)
+      ) {
+        problems.push(`${file}: the connections figure must read "${figure}"`);
+      }
     }
   }
   return problems;
@@ -759,6 +808,7 @@ for (const target of targets) {
     for (const group of rule.spec?.groups ?? [])
       for (const entry of group.rules ?? []) if (entry.alert) alertNames.add(entry.alert);
   }
+  if (where.endsWith("production")) productionObjects = objects;
   problems.push(...houseRules(objects), ...serviceListRules(objects, where));
   report(where, problems, `${objects.length} objects`);
 }
@@ -769,8 +819,8 @@ if (alertNames.size === 0) {
 report("deploy/k8s/examples", await exampleRules(), "examples");
 report(
   "services.json against each service's config",
-  [...(await configRules()), ...callerRules()],
-  "calls and secrets",
+  [...(await configRules()), ...callerRules(), ...connectionRules()],
+  "calls, secrets and connections",
 );
 report("deploy (services.json, images, compose)", fileRules(), `${services.length} services`);
 report("deploy/grafana", dashboardRules(), "queries");
