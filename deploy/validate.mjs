@@ -508,6 +508,10 @@ async function exampleRules() {
   if (paths.some((path) => path.backend.service?.name !== "gateway"))
     problems.push("ingress.yaml: every path goes to the gateway");
   if (!ingress.spec.tls?.length) problems.push("ingress.yaml: no TLS");
+  // Step 5 replaces the host everywhere at once; a certificate for another name would fail TLS.
+  if (!ingress.spec.rules.every((rule) => ingress.spec.tls?.some((tls) => tls.hosts?.includes(rule.host)))) {
+    problems.push("ingress.yaml: every rule's host must be in a tls entry's hosts");
+  }
 
   const [cluster, scheduled] = documents("postgres-cluster.yaml");
   if (cluster?.kind !== "Cluster" || cluster.apiVersion !== "postgresql.cnpg.io/v1") {
