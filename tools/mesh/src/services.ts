@@ -37,7 +37,9 @@ export interface ServiceEntry {
   schema: string | null;
   /** The keys it reads from the Secret affiliate-secrets. */
   secrets: string[];
-  /** The pods (app.kubernetes.io/name) its NetworkPolicy admits. */
+  /** The services it calls: the `<NAME>_URL` settings of its config (deploy/validate.mjs holds them equal). */
+  calls: string[];
+  /** The pods (app.kubernetes.io/name) its NetworkPolicy admits: the services whose calls name it. */
   callers: string[];
 }
 
