@@ -421,8 +421,8 @@ describe("disputes", () => {
     const dispute = fixtures.dispute(invoice, "needs_response");
     const opened = stripeEvent("charge.dispute.created", dispute);
     const closed = stripeEvent("charge.dispute.closed", { ...dispute, status: "warning_closed" });
-    // The closing is applied first (events without a customer are applied in parallel, so each
-    // delivery is drained before the next to fix the order), then both are delivered again.
+    // The closing is received, so applied, first (one dispute's events are applied in the order
+    // received), then both are delivered again.
     for (const event of [closed, opened, closed, opened]) {
       await deliver(h, program, event);
       await h.drain();

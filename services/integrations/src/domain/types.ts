@@ -47,7 +47,7 @@ export interface ReceivedEvent {
   createdAt: Date;
   /** The event as the provider sent it (JSON text), stored as it came. */
   payload: string;
-  /** Which events must be applied one at a time, in order (one customer's). */
+  /** Which events must be applied one at a time, in order (one customer's, one charge's). */
   applyGroup: string;
 }
 
