@@ -384,6 +384,30 @@ describe("disputes", () => {
     });
   });
 
+  it("an opened dispute closed as warning_closed lifts the hold, saying how it closed", async () => {
+    const program = await connectedProgram(h);
+    await h.partners.updateProgram({ productId: program.productId, holdDays: 30 });
+    const { invoice, commissionId } = await paidInvoice(program);
+    const dispute = fixtures.dispute(invoice, "warning_needs_response");
+    await deliver(h, program, stripeEvent("charge.dispute.created", dispute));
+    await h.drain();
+    expect((await commissionOf(program.productId, commissionId)).holdReason).toBe("DISPUTE");
+
+    const closed = stripeEvent("charge.dispute.closed", { ...dispute, status: "warning_closed" });
+    await deliver(h, program, closed);
+    await h.drain();
+    expect(await outcomeOf(program.productId, closed.id)).toEqual({
+      outcome: "APPLIED",
+      detail: `Dispute ${dispute.id} closed without a chargeback (warning_closed): the hold on payment ${invoice.id}'s commissions is lifted`,
+    });
+    await approveDueCommissions(h.ledgerSql, new Date(Date.now() + 31 * 24 * 60 * 60 * 1000));
+    expect(await commissionOf(program.productId, commissionId)).toEqual({
+      status: "APPROVED",
+      amountCents: 2000,
+      holdReason: "UNSPECIFIED",
+    });
+  });
+
   it("a lost dispute refunds the payment in full: the commission is voided, once", async () => {
     const program = await connectedProgram(h);
     const { invoice, commissionId } = await paidInvoice(program, 12_345);
@@ -449,7 +473,7 @@ describe("disputes", () => {
       [
         "charge.dispute.closed",
         "APPLIED",
-        `Dispute ${dispute.id} won: the hold on payment ${invoice.id}'s commissions is lifted`,
+        `Dispute ${dispute.id} closed without a chargeback (warning_closed): the hold on payment ${invoice.id}'s commissions is lifted`,
       ],
     ]);
     const balances = (await h.ledger.listPayableBalances({ productId: program.productId })).balances;

@@ -228,7 +228,8 @@ async function decide(deps: ApplyDeps, row: EventJob): Promise<Decision> {
         });
         if (outcome.kind === "payment_not_found") continue;
         const outcomeName = outcome.commissionIds.length === 0 && !outcome.replayed ? "ignored" : "applied";
-        return done(outcomeName, closeDetail(command.disputeId, externalId, lost, outcome), {
+        const closedAs = command.kind === "release" ? command.closedAs : "lost";
+        return done(outcomeName, closeDetail(command.disputeId, externalId, closedAs, outcome), {
           commissionIds: outcome.commissionIds,
         });
       }
@@ -254,12 +255,17 @@ function holdDetail(disputeId: string, externalId: string, outcome: Extract<Disp
 function closeDetail(
   disputeId: string,
   externalId: string,
-  lost: boolean,
+  closedAs: "won" | "warning_closed" | "lost",
   outcome: Extract<DisputeCloseOutcome, { kind: "closed" }>,
 ) {
+  const lost = closedAs === "lost";
   if (outcome.replayed) return `Dispute ${disputeId} of payment ${externalId} was closed already: nothing changed`;
   if (outcome.commissionIds.length === 0) {
     return `Dispute ${disputeId} closed; payment ${externalId} earned no commission: nothing to ${lost ? "refund" : "lift"}`;
+  }
+  // An inquiry closed without becoming a chargeback is not a dispute won: the detail says which.
+  if (closedAs === "warning_closed") {
+    return `Dispute ${disputeId} closed without a chargeback (warning_closed): the hold on payment ${externalId}'s commissions is lifted`;
   }
   if (!lost) return `Dispute ${disputeId} won: the hold on payment ${externalId}'s commissions is lifted`;
   return outcome.refundedCents > 0

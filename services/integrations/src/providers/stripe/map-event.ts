@@ -173,7 +173,7 @@ export function commandOf(event: StripeEvent): ProviderCommand {
       if (event.type === "charge.dispute.created") return { kind: "hold", paymentIds, disputeId: dispute.id };
       if (dispute.status === "lost") return { kind: "dispute_lost", paymentIds, disputeId: dispute.id };
       if (dispute.status === "won" || dispute.status === "warning_closed") {
-        return { kind: "release", paymentIds, disputeId: dispute.id };
+        return { kind: "release", paymentIds, disputeId: dispute.id, closedAs: dispute.status };
       }
       return { kind: "ignore", detail: `Dispute ${dispute.id} closed as ${dispute.status}` };
     }
