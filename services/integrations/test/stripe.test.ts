@@ -209,6 +209,45 @@ describe("payments", () => {
     expect((await commissionsOf(program)).map((c) => Number(c.paymentAmountCents))).toEqual([2000]);
   });
 
+  it("a one-time checkout paid now, delivered twice, is one payment with its commission", async () => {
+    const program = await connectedProgram(h);
+    const paymentIntent = unique("pi");
+    const completed = stripeEvent("checkout.session.completed", {
+      id: unique("cs"),
+      object: "checkout.session",
+      mode: "payment",
+      status: "complete",
+      payment_status: "paid",
+      amount_subtotal: 4200,
+      amount_total: 4200,
+      currency: "usd",
+      customer: unique("cus"),
+      customer_details: { email: `${unique("c")}@example.com` },
+      client_reference_id: null,
+      payment_intent: paymentIntent,
+      invoice: null,
+      subscription: null,
+      metadata: { referral_code: program.code },
+      created: Math.floor(Date.now() / 1000) - 10,
+    });
+    await deliver(h, program, completed);
+    await deliver(h, program, completed);
+    await h.drain();
+
+    const commissions = await commissionsOf(program);
+    expect(commissions.map((c) => [c.level, Number(c.paymentAmountCents), Number(c.amountCents)])).toEqual([
+      [1, 4200, 840],
+    ]);
+    expect(await outcomeOf(program.productId, completed.id)).toEqual({
+      outcome: "APPLIED",
+      detail: `Payment ${paymentIntent} of 4200 cents recorded; commissions ${commissions[0]?.id}`,
+    });
+    const payments = await h.ledgerSql`
+      select external_id, amount_cents from tracking_events
+      where product_id = ${program.productId} and event_type = 'payment'`;
+    expect(payments).toEqual([{ externalId: paymentIntent, amountCents: 4200 }]);
+  });
+
   it("an amount in another currency than the program's fails and records nothing", async () => {
     const program = await connectedProgram(h);
     const customer = fixtures.customer(program.code, `${unique("c")}@example.com`);
