@@ -248,6 +248,55 @@ describe("payments", () => {
     expect(payments).toEqual([{ externalId: paymentIntent, amountCents: 4200 }]);
   });
 
+  it("renewals past the rule's max_commission_payments are applied, earn nothing, and say why", async () => {
+    const program = await connectedProgram(h);
+    await h.partners.updateProgram({ productId: program.productId, maxCommissionPayments: 2 });
+    const customer = fixtures.customer(program.code, `${unique("c")}@example.com`);
+    await deliver(h, program, stripeEvent("customer.created", customer));
+    // One subscription's invoices: the first and two renewals.
+    const renewals = [0, 1, 2].map((renewal) =>
+      stripeEvent("invoice.paid", {
+        ...fixtures.invoice(customer, 1000),
+        billing_reason: renewal === 0 ? "subscription_create" : "subscription_cycle",
+      }),
+    );
+    for (const event of renewals) await deliver(h, program, event);
+    await h.drain();
+
+    expect((await commissionsOf(program)).map((c) => [c.level, Number(c.amountCents)])).toEqual([
+      [1, 200],
+      [1, 200],
+    ]);
+    const third = renewals[2]?.data.object as { id: string };
+    expect(await outcomeOf(program.productId, renewals[2]?.id ?? "")).toEqual({
+      outcome: "APPLIED",
+      detail: `Payment ${third.id} of 1000 cents recorded; no commission: the customer's max_commission_payments payments have earned already`,
+    });
+  });
+
+  it("a renewal max_commission_months after the customer's first payment earns nothing, and says why", async () => {
+    const program = await connectedProgram(h);
+    await h.partners.updateProgram({ productId: program.productId, maxCommissionMonths: 1 });
+    const customer = {
+      ...fixtures.customer(program.code, `${unique("c")}@example.com`),
+      created: Math.floor(Date.now() / 1000) - 50 * 86400,
+    };
+    await deliver(h, program, stripeEvent("customer.created", customer));
+    const paidAt = (daysAgo: number) => ({ paid_at: Math.floor(Date.now() / 1000) - daysAgo * 86400 });
+    const first = { ...fixtures.invoice(customer, 1000), status_transitions: paidAt(40) };
+    const renewal = { ...fixtures.invoice(customer, 1000), status_transitions: paidAt(1) };
+    const renewed = stripeEvent("invoice.paid", renewal);
+    await deliver(h, program, stripeEvent("invoice.paid", first));
+    await deliver(h, program, renewed);
+    await h.drain();
+
+    expect((await commissionsOf(program)).map((c) => Number(c.paymentAmountCents))).toEqual([1000]);
+    expect(await outcomeOf(program.productId, renewed.id)).toEqual({
+      outcome: "APPLIED",
+      detail: `Payment ${renewal.id} of 1000 cents recorded; no commission: the customer's first payment is max_commission_months ago or more`,
+    });
+  });
+
   it("an amount in another currency than the program's fails and records nothing", async () => {
     const program = await connectedProgram(h);
     const customer = fixtures.customer(program.code, `${unique("c")}@example.com`);

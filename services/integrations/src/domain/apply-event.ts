@@ -36,6 +36,15 @@ export interface ApplyDeps {
   logger: Logger;
 }
 
+/**
+ * Why an attributed payment earned nothing, for its detail: "no commission" alone reads like an
+ * unattributed payment, when the customer's renewals have only used up their commission rule.
+ */
+const limitReachedDetail = {
+  max_commission_months: "the customer's first payment is max_commission_months ago or more",
+  max_commission_payments: "the customer's max_commission_payments payments have earned already",
+} as const;
+
 /** What an attempt decided, and what commits with it. */
 interface Decision {
   record: AttemptRecord;
@@ -155,7 +164,9 @@ async function decide(deps: ApplyDeps, row: EventJob): Promise<Decision> {
           ? `; commissions ${tracked.commissionIds.join(", ")}`
           : testMode
             ? " as sandbox data"
-            : "; no commission",
+            : tracked.commissionSkipped
+              ? `; no commission: ${limitReachedDetail[tracked.commissionSkipped]}`
+              : "; no commission",
       ].join("");
       const paymentIds = [command.externalId, ...command.aliases];
       return {
