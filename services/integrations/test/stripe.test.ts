@@ -7,7 +7,16 @@ import { parseMetrics, sumOf } from "@affiliate/testing";
 import { Code, ConnectError } from "@connectrpc/connect";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { stripeEventsSince } from "../src/providers/stripe/events-api.js";
-import { connectedProgram, deliver, fixtures, type Harness, startHarness, stripeEvent, unique } from "./harness.js";
+import {
+  connectedProgram,
+  deliver,
+  fixtures,
+  type Harness,
+  logLines,
+  startHarness,
+  stripeEvent,
+  unique,
+} from "./harness.js";
 
 let h: Harness;
 beforeAll(async () => {
@@ -83,6 +92,64 @@ describe("the receiver", () => {
     const event = stripeEvent("customer.created", { id: unique("cus"), object: "customer", metadata: {} });
     expect(await codeOf(deliver(h, program, event))).toBe("NotFound");
     expect(await codeOf(h.integrations.getStripeConnection({ productId: program.productId }))).toBe("NotFound");
+  });
+});
+
+describe("secrets", () => {
+  it("are never answered, stored in the clear or logged, after a connect, a roll and an event that fails", async () => {
+    const apiKey = `rk_live_${unique("plainkey").replace(/_/g, "")}`;
+    const program = await connectedProgram(h, { apiKey });
+    const rolled = `whsec_${unique("plainrolled").replace(/_/g, "")}`;
+    const secrets = [program.secret, rolled, apiKey];
+    const linesBefore = logLines.length;
+    const answers: unknown[] = [
+      await h.integrations.connectStripe({ productId: program.productId, webhookSecret: rolled, apiKey }),
+      await h.integrations.getStripeConnection({ productId: program.productId }),
+    ];
+    // A bad signature, and an event whose first attempt meets an unavailable ledger (logged).
+    const refused = stripeEvent("customer.created", fixtures.customer(program.code, "x@x.io"));
+    expect(await codeOf(deliver(h, program, refused, { secret: "whsec_someoneelse" }))).toBe("InvalidArgument");
+    const paid = stripeEvent("invoice.paid", fixtures.invoice({ id: unique("cus"), email: "y@x.io" }, 1000));
+    await deliver(h, program, paid, { secret: rolled });
+    await h.restartWorker({
+      ledger: (real) => ({
+        ...real,
+        track: async () => {
+          throw new ConnectError("ledger down", Code.Unavailable);
+        },
+      }),
+    });
+    try {
+      await h.drain();
+    } finally {
+      await h.restartWorker();
+    }
+    answers.push(await h.integrations.listStripeEvents({ productId: program.productId, pageSize: 100 }));
+
+    const answered = JSON.stringify(answers, (_key, value) => (typeof value === "bigint" ? String(value) : value));
+    expect(answered).toContain(program.connectionId);
+    const logged = logLines.slice(linesBefore).join("");
+    expect(logged).toContain(paid.id);
+    const stored = (
+      await h.sql<{ row: string }[]>`
+        select c::text as row from stripe_connections c where product_id = ${program.productId}
+        union all select e::text from stripe_events e where product_id = ${program.productId}`
+    )
+      .map((r) => r.row)
+      .join("\n");
+    expect(stored).toContain(program.connectionId);
+    // bytea columns read as hex: a secret stored in the clear would show as its bytes' hex.
+    for (const secret of secrets) {
+      const hex = Buffer.from(secret).toString("hex");
+      expect({ answered: answered.includes(secret), logged: logged.includes(secret) }).toEqual({
+        answered: false,
+        logged: false,
+      });
+      expect({ stored: stored.includes(secret), storedAsBytes: stored.includes(hex) }).toEqual({
+        stored: false,
+        storedAsBytes: false,
+      });
+    }
   });
 });
 
