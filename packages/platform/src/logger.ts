@@ -25,11 +25,21 @@ export function createLogger(
       return span ? { trace_id: span.traceId, span_id: span.spanId } : {};
     },
     redact: {
+      // Each secret field by the names it has on the wire and in code, at the top level and one
+      // level down (a logged request body or input object).
       paths: [
         "apiKey",
         "api_key",
         "secret_key",
         "test_secret_key",
+        "webhookSecret",
+        "webhook_secret",
+        "*.apiKey",
+        "*.api_key",
+        "*.secret_key",
+        "*.test_secret_key",
+        "*.webhookSecret",
+        "*.webhook_secret",
         "email",
         "*.email",
         'headers["x-api-key"]',

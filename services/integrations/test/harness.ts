@@ -1,3 +1,4 @@
+import { Writable } from "node:stream";
 // As privacy's and payouts' tests do: the ledger has no package entry points, so its build output is imported.
 import { CachedPartnersDirectory } from "@affiliate/ledger/dist/rpc/partners-directory.js";
 import * as ledgerServer from "@affiliate/ledger/dist/server.js";
@@ -27,7 +28,18 @@ import { ledgerOver, programsOver } from "../src/rpc/downstream.js";
 import { migrationsDirectory, routes, schema } from "../src/server.js";
 import { startApplyWorker } from "../src/worker.js";
 
-const logger = createLogger("integrations-test", "silent");
+/** Every line the service logged, as it would be written: tests look for what must not be in it. */
+export const logLines: string[] = [];
+const logger = createLogger(
+  "integrations-test",
+  "debug",
+  new Writable({
+    write(chunk, _encoding, done) {
+      logLines.push(chunk.toString());
+      done();
+    },
+  }),
+);
 const errors = { router: { interceptors: [errorMapping(logger)] } };
 
 export interface Harness {

@@ -7,7 +7,16 @@ import { parseMetrics, sumOf } from "@affiliate/testing";
 import { Code, ConnectError } from "@connectrpc/connect";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { stripeEventsSince } from "../src/providers/stripe/events-api.js";
-import { connectedProgram, deliver, fixtures, type Harness, startHarness, stripeEvent, unique } from "./harness.js";
+import {
+  connectedProgram,
+  deliver,
+  fixtures,
+  type Harness,
+  logLines,
+  startHarness,
+  stripeEvent,
+  unique,
+} from "./harness.js";
 
 let h: Harness;
 beforeAll(async () => {
@@ -83,6 +92,64 @@ describe("the receiver", () => {
     const event = stripeEvent("customer.created", { id: unique("cus"), object: "customer", metadata: {} });
     expect(await codeOf(deliver(h, program, event))).toBe("NotFound");
     expect(await codeOf(h.integrations.getStripeConnection({ productId: program.productId }))).toBe("NotFound");
+  });
+});
+
+describe("secrets", () => {
+  it("are never answered, stored in the clear or logged, after a connect, a roll and an event that fails", async () => {
+    const apiKey = `rk_live_${unique("plainkey").replace(/_/g, "")}`;
+    const program = await connectedProgram(h, { apiKey });
+    const rolled = `whsec_${unique("plainrolled").replace(/_/g, "")}`;
+    const secrets = [program.secret, rolled, apiKey];
+    const linesBefore = logLines.length;
+    const answers: unknown[] = [
+      await h.integrations.connectStripe({ productId: program.productId, webhookSecret: rolled, apiKey }),
+      await h.integrations.getStripeConnection({ productId: program.productId }),
+    ];
+    // A bad signature, and an event whose first attempt meets an unavailable ledger (logged).
+    const refused = stripeEvent("customer.created", fixtures.customer(program.code, "x@x.io"));
+    expect(await codeOf(deliver(h, program, refused, { secret: "whsec_someoneelse" }))).toBe("InvalidArgument");
+    const paid = stripeEvent("invoice.paid", fixtures.invoice({ id: unique("cus"), email: "y@x.io" }, 1000));
+    await deliver(h, program, paid, { secret: rolled });
+    await h.restartWorker({
+      ledger: (real) => ({
+        ...real,
+        track: async () => {
+          throw new ConnectError("ledger down", Code.Unavailable);
+        },
+      }),
+    });
+    try {
+      await h.drain();
+    } finally {
+      await h.restartWorker();
+    }
+    answers.push(await h.integrations.listStripeEvents({ productId: program.productId, pageSize: 100 }));
+
+    const answered = JSON.stringify(answers, (_key, value) => (typeof value === "bigint" ? String(value) : value));
+    expect(answered).toContain(program.connectionId);
+    const logged = logLines.slice(linesBefore).join("");
+    expect(logged).toContain(paid.id);
+    const stored = (
+      await h.sql<{ row: string }[]>`
+        select c::text as row from stripe_connections c where product_id = ${program.productId}
+        union all select e::text from stripe_events e where product_id = ${program.productId}`
+    )
+      .map((r) => r.row)
+      .join("\n");
+    expect(stored).toContain(program.connectionId);
+    // bytea columns read as hex: a secret stored in the clear would show as its bytes' hex.
+    for (const secret of secrets) {
+      const hex = Buffer.from(secret).toString("hex");
+      expect({ answered: answered.includes(secret), logged: logged.includes(secret) }).toEqual({
+        answered: false,
+        logged: false,
+      });
+      expect({ stored: stored.includes(secret), storedAsBytes: stored.includes(hex) }).toEqual({
+        stored: false,
+        storedAsBytes: false,
+      });
+    }
   });
 });
 
@@ -207,6 +274,94 @@ describe("payments", () => {
       detail: `Signup recorded, attributed to partnership ${program.partnershipId}`,
     });
     expect((await commissionsOf(program)).map((c) => Number(c.paymentAmountCents))).toEqual([2000]);
+  });
+
+  it("a one-time checkout paid now, delivered twice, is one payment with its commission", async () => {
+    const program = await connectedProgram(h);
+    const paymentIntent = unique("pi");
+    const completed = stripeEvent("checkout.session.completed", {
+      id: unique("cs"),
+      object: "checkout.session",
+      mode: "payment",
+      status: "complete",
+      payment_status: "paid",
+      amount_subtotal: 4200,
+      amount_total: 4200,
+      currency: "usd",
+      customer: unique("cus"),
+      customer_details: { email: `${unique("c")}@example.com` },
+      client_reference_id: null,
+      payment_intent: paymentIntent,
+      invoice: null,
+      subscription: null,
+      metadata: { referral_code: program.code },
+      created: Math.floor(Date.now() / 1000) - 10,
+    });
+    await deliver(h, program, completed);
+    await deliver(h, program, completed);
+    await h.drain();
+
+    const commissions = await commissionsOf(program);
+    expect(commissions.map((c) => [c.level, Number(c.paymentAmountCents), Number(c.amountCents)])).toEqual([
+      [1, 4200, 840],
+    ]);
+    expect(await outcomeOf(program.productId, completed.id)).toEqual({
+      outcome: "APPLIED",
+      detail: `Payment ${paymentIntent} of 4200 cents recorded; commissions ${commissions[0]?.id}`,
+    });
+    const payments = await h.ledgerSql`
+      select external_id, amount_cents from tracking_events
+      where product_id = ${program.productId} and event_type = 'payment'`;
+    expect(payments).toEqual([{ externalId: paymentIntent, amountCents: 4200 }]);
+  });
+
+  it("renewals past the rule's max_commission_payments are applied, earn nothing, and say why", async () => {
+    const program = await connectedProgram(h);
+    await h.partners.updateProgram({ productId: program.productId, maxCommissionPayments: 2 });
+    const customer = fixtures.customer(program.code, `${unique("c")}@example.com`);
+    await deliver(h, program, stripeEvent("customer.created", customer));
+    // One subscription's invoices: the first and two renewals.
+    const renewals = [0, 1, 2].map((renewal) =>
+      stripeEvent("invoice.paid", {
+        ...fixtures.invoice(customer, 1000),
+        billing_reason: renewal === 0 ? "subscription_create" : "subscription_cycle",
+      }),
+    );
+    for (const event of renewals) await deliver(h, program, event);
+    await h.drain();
+
+    expect((await commissionsOf(program)).map((c) => [c.level, Number(c.amountCents)])).toEqual([
+      [1, 200],
+      [1, 200],
+    ]);
+    const third = renewals[2]?.data.object as { id: string };
+    expect(await outcomeOf(program.productId, renewals[2]?.id ?? "")).toEqual({
+      outcome: "APPLIED",
+      detail: `Payment ${third.id} of 1000 cents recorded; no commission: the customer's max_commission_payments payments have earned already`,
+    });
+  });
+
+  it("a renewal max_commission_months after the customer's first payment earns nothing, and says why", async () => {
+    const program = await connectedProgram(h);
+    await h.partners.updateProgram({ productId: program.productId, maxCommissionMonths: 1 });
+    const customer = {
+      ...fixtures.customer(program.code, `${unique("c")}@example.com`),
+      created: Math.floor(Date.now() / 1000) - 50 * 86400,
+    };
+    await deliver(h, program, stripeEvent("customer.created", customer));
+    const paidAt = (daysAgo: number) => ({ paid_at: Math.floor(Date.now() / 1000) - daysAgo * 86400 });
+    const first = { ...fixtures.invoice(customer, 1000), status_transitions: paidAt(40) };
+    const renewal = { ...fixtures.invoice(customer, 1000), status_transitions: paidAt(1) };
+    const renewed = stripeEvent("invoice.paid", renewal);
+    await deliver(h, program, stripeEvent("invoice.paid", first));
+    await deliver(h, program, renewed);
+    await h.drain();
+
+    expect((await commissionsOf(program)).map((c) => Number(c.paymentAmountCents))).toEqual([1000]);
+    expect(await outcomeOf(program.productId, renewed.id)).toEqual({
+      outcome: "APPLIED",
+      detail: `Payment ${renewal.id} of 1000 cents recorded; no commission: the customer's first payment is max_commission_months ago or more`,
+    });
   });
 
   it("an amount in another currency than the program's fails and records nothing", async () => {
@@ -384,6 +539,30 @@ describe("disputes", () => {
     });
   });
 
+  it("an opened dispute closed as warning_closed lifts the hold, saying how it closed", async () => {
+    const program = await connectedProgram(h);
+    await h.partners.updateProgram({ productId: program.productId, holdDays: 30 });
+    const { invoice, commissionId } = await paidInvoice(program);
+    const dispute = fixtures.dispute(invoice, "warning_needs_response");
+    await deliver(h, program, stripeEvent("charge.dispute.created", dispute));
+    await h.drain();
+    expect((await commissionOf(program.productId, commissionId)).holdReason).toBe("DISPUTE");
+
+    const closed = stripeEvent("charge.dispute.closed", { ...dispute, status: "warning_closed" });
+    await deliver(h, program, closed);
+    await h.drain();
+    expect(await outcomeOf(program.productId, closed.id)).toEqual({
+      outcome: "APPLIED",
+      detail: `Dispute ${dispute.id} closed without a chargeback (warning_closed): the hold on payment ${invoice.id}'s commissions is lifted`,
+    });
+    await approveDueCommissions(h.ledgerSql, new Date(Date.now() + 31 * 24 * 60 * 60 * 1000));
+    expect(await commissionOf(program.productId, commissionId)).toEqual({
+      status: "APPROVED",
+      amountCents: 2000,
+      holdReason: "UNSPECIFIED",
+    });
+  });
+
   it("a lost dispute refunds the payment in full: the commission is voided, once", async () => {
     const program = await connectedProgram(h);
     const { invoice, commissionId } = await paidInvoice(program, 12_345);
@@ -421,8 +600,8 @@ describe("disputes", () => {
     const dispute = fixtures.dispute(invoice, "needs_response");
     const opened = stripeEvent("charge.dispute.created", dispute);
     const closed = stripeEvent("charge.dispute.closed", { ...dispute, status: "warning_closed" });
-    // The closing is applied first (events without a customer are applied in parallel, so each
-    // delivery is drained before the next to fix the order), then both are delivered again.
+    // The closing is received, so applied, first (one dispute's events are applied in the order
+    // received), then both are delivered again.
     for (const event of [closed, opened, closed, opened]) {
       await deliver(h, program, event);
       await h.drain();
@@ -449,7 +628,7 @@ describe("disputes", () => {
       [
         "charge.dispute.closed",
         "APPLIED",
-        `Dispute ${dispute.id} won: the hold on payment ${invoice.id}'s commissions is lifted`,
+        `Dispute ${dispute.id} closed without a chargeback (warning_closed): the hold on payment ${invoice.id}'s commissions is lifted`,
       ],
     ]);
     const balances = (await h.ledger.listPayableBalances({ productId: program.productId })).balances;

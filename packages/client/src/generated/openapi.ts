@@ -6382,7 +6382,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Validation failed, or an unknown query parameter */
+            /** @description The event did not fail ({ error }), or an unknown query parameter */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -6417,13 +6417,6 @@ export interface operations {
                 content: {
                     "application/json": components["schemas"]["Error"];
                 };
-            };
-            /** @description The event did not fail */
-            409: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content?: never;
             };
             /** @description Rate limit exceeded for this key */
             429: {
@@ -6487,7 +6480,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Validation failed, or the body is not valid JSON */
+            /** @description The connection has no API key ({ error }), validation failed, or malformed JSON */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -6516,13 +6509,6 @@ export interface operations {
             };
             /** @description Stripe is not connected */
             404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content?: never;
-            };
-            /** @description The connection has no API key */
-            409: {
                 headers: {
                     [name: string]: unknown;
                 };

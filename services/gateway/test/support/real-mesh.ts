@@ -36,6 +36,10 @@ export interface RealMesh {
   ledger: Client<typeof LedgerService>;
   payouts: Client<typeof PayoutsService>;
   notifier: Client<typeof NotifierService>;
+  /** The integrations schema: no apply worker runs here, so a test writes an event's outcome itself. */
+  integrationsSql: Sql;
+  /** What reconciliation fetches from "Stripe": nothing unless a test sets it. */
+  stripeEventsSince: IntegrationsDeps["eventsSince"];
   /** A new product; returns its id and live key. */
   newProduct(): Promise<{ productId: string; key: string }>;
   /** An HTTP request to the gateway with `key`. */
@@ -55,6 +59,8 @@ export interface RealMesh {
  * here (registration, tracking, stats, payouts, webhook endpoints) commit their events to
  * outboxes only.
  */
+type IntegrationsDeps = Parameters<typeof integrationsServer.routes>[0];
+
 export async function startRealMesh(): Promise<RealMesh> {
   const logger = createLogger("gateway-real-mesh-test", "silent");
   const database: TestDatabase = await createTestDatabase();
@@ -107,16 +113,19 @@ export async function startRealMesh(): Promise<RealMesh> {
   );
 
   // Connections and the receiver; events are stored, not applied (no apply worker here:
-  // services/integrations/test applies them against the real ledger).
+  // services/integrations/test applies them against the real ledger). A retry or reconciliation
+  // waits for outcomes that no worker will write: briefly.
+  const integrationsSql = await pool(integrationsServer.schema, integrationsServer.migrationsDirectory);
   const integrations = createClient(
     IntegrationsService,
     await serve(
       integrationsServer.routes({
-        sql: await pool(integrationsServer.schema, integrationsServer.migrationsDirectory),
+        sql: integrationsSql,
         sealing: new SealingKey("test-integrations-encryption-key-0123456789", { salt: "test", info: "test" }),
         clock,
         pageTokens,
-        eventsSince: async function* () {},
+        eventsSince: (apiKey, since) => mesh.stripeEventsSince(apiKey, since),
+        defaultWaitMs: 300,
       }),
     ),
   );
@@ -144,12 +153,14 @@ export async function startRealMesh(): Promise<RealMesh> {
     keyCache,
   });
 
-  return {
+  const mesh: RealMesh = {
     app,
     partners,
     ledger,
     payouts,
     notifier,
+    integrationsSql,
+    stripeEventsSince: async function* () {},
     async newProduct() {
       const { product, keys } = await admin.createProduct({ name: "Acme" });
       return { productId: product?.id ?? "", key: keys?.secretKey ?? "" };
@@ -170,4 +181,5 @@ export async function startRealMesh(): Promise<RealMesh> {
       await database.drop();
     },
   };
+  return mesh;
 }

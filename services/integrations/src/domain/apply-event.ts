@@ -36,6 +36,15 @@ export interface ApplyDeps {
   logger: Logger;
 }
 
+/**
+ * Why an attributed payment earned nothing, for its detail: "no commission" alone reads like an
+ * unattributed payment, when the customer's renewals have only used up their commission rule.
+ */
+const limitReachedDetail = {
+  max_commission_months: "the customer's first payment is max_commission_months ago or more",
+  max_commission_payments: "the customer's max_commission_payments payments have earned already",
+} as const;
+
 /** What an attempt decided, and what commits with it. */
 interface Decision {
   record: AttemptRecord;
@@ -155,7 +164,9 @@ async function decide(deps: ApplyDeps, row: EventJob): Promise<Decision> {
           ? `; commissions ${tracked.commissionIds.join(", ")}`
           : testMode
             ? " as sandbox data"
-            : "; no commission",
+            : tracked.commissionSkipped
+              ? `; no commission: ${limitReachedDetail[tracked.commissionSkipped]}`
+              : "; no commission",
       ].join("");
       const paymentIds = [command.externalId, ...command.aliases];
       return {
@@ -228,7 +239,8 @@ async function decide(deps: ApplyDeps, row: EventJob): Promise<Decision> {
         });
         if (outcome.kind === "payment_not_found") continue;
         const outcomeName = outcome.commissionIds.length === 0 && !outcome.replayed ? "ignored" : "applied";
-        return done(outcomeName, closeDetail(command.disputeId, externalId, lost, outcome), {
+        const closedAs = command.kind === "release" ? command.closedAs : "lost";
+        return done(outcomeName, closeDetail(command.disputeId, externalId, closedAs, outcome), {
           commissionIds: outcome.commissionIds,
         });
       }
@@ -254,12 +266,17 @@ function holdDetail(disputeId: string, externalId: string, outcome: Extract<Disp
 function closeDetail(
   disputeId: string,
   externalId: string,
-  lost: boolean,
+  closedAs: "won" | "warning_closed" | "lost",
   outcome: Extract<DisputeCloseOutcome, { kind: "closed" }>,
 ) {
+  const lost = closedAs === "lost";
   if (outcome.replayed) return `Dispute ${disputeId} of payment ${externalId} was closed already: nothing changed`;
   if (outcome.commissionIds.length === 0) {
     return `Dispute ${disputeId} closed; payment ${externalId} earned no commission: nothing to ${lost ? "refund" : "lift"}`;
+  }
+  // An inquiry closed without becoming a chargeback is not a dispute won: the detail says which.
+  if (closedAs === "warning_closed") {
+    return `Dispute ${disputeId} closed without a chargeback (warning_closed): the hold on payment ${externalId}'s commissions is lifted`;
   }
   if (!lost) return `Dispute ${disputeId} won: the hold on payment ${externalId}'s commissions is lifted`;
   return outcome.refundedCents > 0

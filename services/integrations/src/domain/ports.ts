@@ -13,6 +13,8 @@ export interface TrackedRecord {
   partnershipId: string;
   /** True when the ledger had recorded this payment's external id already. */
   replayed: boolean;
+  /** Why an attributed payment earned nothing: past a commission rule's limit; undefined otherwise. */
+  commissionSkipped?: "max_commission_months" | "max_commission_payments" | undefined;
 }
 
 export type TrackInput = {

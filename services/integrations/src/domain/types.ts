@@ -34,8 +34,11 @@ export type ProviderCommand =
   | { kind: "hold"; paymentIds: string[]; disputeId: string }
   /** The dispute was lost: the payment is refunded in full. */
   | { kind: "dispute_lost"; paymentIds: string[]; disputeId: string }
-  /** The dispute closed in the merchant's favour: the hold is lifted. */
-  | { kind: "release"; paymentIds: string[]; disputeId: string }
+  /**
+   * The dispute closed in the merchant's favour: the hold is lifted. `closedAs` names how, for the
+   * detail: won, or an inquiry closed without becoming a chargeback (`warning_closed`).
+   */
+  | { kind: "release"; paymentIds: string[]; disputeId: string; closedAs: "won" | "warning_closed" }
   /** Nothing to do; the detail says why. */
   | { kind: "ignore"; detail: string };
 
@@ -47,7 +50,7 @@ export interface ReceivedEvent {
   createdAt: Date;
   /** The event as the provider sent it (JSON text), stored as it came. */
   payload: string;
-  /** Which events must be applied one at a time, in order (one customer's). */
+  /** Which events must be applied one at a time, in order (one customer's, one charge's). */
   applyGroup: string;
 }
 

@@ -1,9 +1,15 @@
 import { asRead } from "@affiliate/platform";
-import { EventType, HoldReason, HoldResolution, type LedgerService } from "@affiliate/proto/ledger";
+import { CommissionSkipped, EventType, HoldReason, HoldResolution, type LedgerService } from "@affiliate/proto/ledger";
 import type { PartnersService } from "@affiliate/proto/partners";
 import { timestampFromDate } from "@bufbuild/protobuf/wkt";
 import { type Client, Code, ConnectError } from "@connectrpc/connect";
 import type { Ledger, Programs } from "../domain/ports.js";
+
+const skippedOf: Record<CommissionSkipped, "max_commission_months" | "max_commission_payments" | undefined> = {
+  [CommissionSkipped.UNSPECIFIED]: undefined,
+  [CommissionSkipped.MAX_COMMISSION_MONTHS]: "max_commission_months",
+  [CommissionSkipped.MAX_COMMISSION_PAYMENTS]: "max_commission_payments",
+};
 
 /** NOT_FOUND from the ledger: for these calls, a payment it does not have (yet). */
 async function unlessPaymentMissing<T>(call: () => Promise<T>): Promise<T | { kind: "payment_not_found" }> {
@@ -41,6 +47,7 @@ export function ledgerOver(client: Client<typeof LedgerService>): Ledger {
         commissionIds: event.commissions.map((c) => c.id).filter((id) => id !== ""),
         partnershipId: event.partnershipId,
         replayed,
+        commissionSkipped: skippedOf[event.commissionSkipped],
       };
     },
     async refundToTotal(input) {

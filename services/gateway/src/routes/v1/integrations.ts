@@ -112,7 +112,8 @@ export async function integrationsRoutes(app: FastifyInstance, { integrations }:
     pathResources: { id: "Stripe event" },
     answers: {
       200: { description: "The event with its new outcome", schema: stripeEventResponseSchema },
-      409: { description: "The event did not fail" },
+      // A state the request cannot apply to is FAILED_PRECONDITION, a 400 like every other route's.
+      400: { description: "The event did not fail ({ error }), or an unknown query parameter" },
     },
     handler: async ({ params, request }) => {
       const { event } = await integrations.retryStripeEvent({ productId: request.productId, eventId: params.id });
@@ -134,7 +135,7 @@ export async function integrationsRoutes(app: FastifyInstance, { integrations }:
     answers: {
       200: { description: "What reconciliation found", schema: reconcileStripeResponseSchema },
       404: { description: "Stripe is not connected" },
-      409: { description: "The connection has no API key" },
+      400: { description: "The connection has no API key ({ error }), validation failed, or malformed JSON" },
     },
     handler: async ({ body, request }) => {
       const report = await integrations.reconcileStripe({

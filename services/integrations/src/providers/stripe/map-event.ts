@@ -49,16 +49,35 @@ function clientReferral(reference: string | null | undefined): Referral | undefi
 
 /**
  * Which events must be applied one at a time, in the order received: a customer's (its signup
- * before its payments); a refund or dispute waits for its payment by itself.
+ * before its payments), and a charge's when they name no customer: a dispute's opening before its
+ * closing (a dispute names only its charge), and a refund of that charge. Applied in parallel,
+ * a closing that ran first turned the opening into a replay ("recorded already") instead of what
+ * it was. A refund or dispute still waits for its payment by itself (its payment may be in another
+ * group). The group is stored with the event when it is received: events stored before this
+ * grouping keep the group they were stored with (`event:<id>`), which only means they may be
+ * applied in parallel as before, so existing rows need no migration.
  */
 export function applyGroupOf(event: StripeEvent): string {
   const object = event.data.object;
-  const customer = event.type.startsWith("customer.") ? object.id : object.customer;
-  if (typeof customer === "string" && customer) return `customer:${customer}`;
-  if (customer && typeof customer === "object" && typeof (customer as { id?: unknown }).id === "string") {
-    return `customer:${(customer as { id: string }).id}`;
-  }
+  const customer = idOf(event.type.startsWith("customer.") ? object.id : object.customer);
+  if (customer) return `customer:${customer}`;
+  const charge =
+    event.type === "charge.refunded"
+      ? idOf(object.id)
+      : event.type.startsWith("charge.dispute.")
+        ? idOf(object.charge)
+        : undefined;
+  if (charge) return `charge:${charge}`;
   return `event:${event.id}`;
+}
+
+/** An id as Stripe sends it: a string, or the object when the event expanded it. */
+function idOf(value: unknown): string | undefined {
+  if (typeof value === "string") return value || undefined;
+  if (value && typeof value === "object" && typeof (value as { id?: unknown }).id === "string") {
+    return (value as { id: string }).id || undefined;
+  }
+  return undefined;
 }
 
 /** What one Stripe event asks of the ledger (contract section 13's table). */
@@ -154,7 +173,7 @@ export function commandOf(event: StripeEvent): ProviderCommand {
       if (event.type === "charge.dispute.created") return { kind: "hold", paymentIds, disputeId: dispute.id };
       if (dispute.status === "lost") return { kind: "dispute_lost", paymentIds, disputeId: dispute.id };
       if (dispute.status === "won" || dispute.status === "warning_closed") {
-        return { kind: "release", paymentIds, disputeId: dispute.id };
+        return { kind: "release", paymentIds, disputeId: dispute.id, closedAs: dispute.status };
       }
       return { kind: "ignore", detail: `Dispute ${dispute.id} closed as ${dispute.status}` };
     }
