@@ -195,10 +195,10 @@ async function openBrowser(width: number): Promise<{
   await context.grantPermissions(["clipboard-read", "clipboard-write"], { origin: mesh.gatewayUrl });
   // A refusal by the Content-Security-Policy becomes a console error, so it lands in `problems`
   // named as such, whether or not the browser also logs it on its own.
-  await context.addInitScript(() => {
-    document.addEventListener("securitypolicyviolation", (event) =>
-      console.error(`CSP refused ${event.blockedURI || "inline code"} (${event.effectiveDirective})`),
-    );
+  // (Runs in the page, hence written as the page's code.)
+  await context.addInitScript({
+    content: `document.addEventListener("securitypolicyviolation", (event) =>
+      console.error("CSP refused " + (event.blockedURI || "inline code") + " (" + event.effectiveDirective + ")"));`,
   });
   const page = await context.newPage();
   const requests: string[] = [];
@@ -331,6 +331,25 @@ describe("the affiliate portal in a browser", () => {
       expect(await page.evaluate<number>("sessionStorage.length")).toBe(0);
       await page.reload();
       await settled(() => page.getByRole("button", { name: "Email me a sign-in link" }).count()).toBe(1);
+    } finally {
+      await context.close();
+    }
+  });
+
+  it("lives under a policy that refuses anything from elsewhere, and a refusal fails these tests", async () => {
+    const { context, page, problems } = await openBrowser(1280);
+    try {
+      await page.goto(`${mesh.gatewayUrl}/portal`);
+      await settled(() => page.getByRole("button", { name: "Email me a sign-in link" }).count()).toBe(1);
+      expect(problems).toEqual([]);
+      // What a compromised dependency or an injected tag would try: the policy refuses it, and the
+      // refusal reaches `problems`, which every other test here asserts empty.
+      await page.evaluate(
+        `document.body.append(Object.assign(document.createElement("img"), { src: "https://tracker.example/pixel.gif" }))`,
+      );
+      await settled(async () =>
+        problems.filter((problem) => problem.startsWith("CSP refused https://tracker.example/")),
+      ).toHaveLength(1);
     } finally {
       await context.close();
     }
