@@ -1,7 +1,8 @@
 /**
  * The affiliate API (contract section 14) against the real partners, ledger and payouts: tokens
  * minted by the merchant, each route scoped to the token's partnership, customers masked,
- * payouts explained line by line. Revocation, removal and expiry across gateway replicas, and
+ * payouts explained line by line (a clawback included: the ledger and payouts exchange their
+ * events over real JetStream here). Revocation, removal and expiry across gateway replicas, and
  * the emailed sign-in, need the event feed and the notifier: tools/mesh/test/affiliate-access.
  */
 import {
@@ -12,13 +13,14 @@ import {
   affiliateStatsResponseSchema,
   affiliateTokenResponseSchema,
 } from "@affiliate/rest-shapes/schemas/affiliate-api";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { expectBody } from "./support/harness.js";
 import { type RealMesh, startRealMesh } from "./support/real-mesh.js";
 
 let mesh: RealMesh;
 beforeAll(async () => {
-  mesh = await startRealMesh();
+  // With the ledger and payouts following each other's events: a clawback needs both.
+  mesh = await startRealMesh({ payoutEvents: true });
 });
 afterAll(() => mesh?.close());
 
@@ -240,6 +242,84 @@ describe("scoping: a token reads its own partnership only", () => {
     const invalid = await asAffiliate(await p.mint(jane), "GET", "/affiliate/v1/stats?period=1y");
     expect(invalid.statusCode).toBe(400);
     expect(invalid.json()).toEqual({ data: { error: "Invalid period: must be 7d, 30d, 90d or 12m" } });
+  });
+});
+
+describe("payouts line by line", () => {
+  it("after a clawback, the list carries each payout's lines, the detail's, summing to its amount", async () => {
+    const p = await program();
+    const jane = await p.register("jane@example.com", "JANE");
+    await p.register("ada@example.com", "ADA");
+    const payoutAction = async (id: string, action: string) =>
+      expect((await p.call("PATCH", `/api/v1/payouts/${id}`, { action })).statusCode).toBe(200);
+    // A first payout, paid; the ledger settles its commission from payout.completed.
+    const clawedBack = await p.pay("JANE", 10_000, "john@example.com");
+    const [first] = (await p.call("POST", "/api/v1/payouts/generate")).json().data as { id: string }[];
+    const firstId = first?.id ?? "";
+    await payoutAction(firstId, "approve");
+    await payoutAction(firstId, "mark_paid");
+    await vi.waitFor(
+      async () => expect((await p.call("GET", `/api/v1/commissions/${clawedBack}`)).json().data.status).toBe("paid"),
+      { timeout: 15_000, interval: 100 },
+    );
+    // Half the payment refunded: 1000 of the paid 2000 is clawed back into the next payout.
+    const refund = await p.call("POST", "/api/v1/refunds", {
+      commission_id: clawedBack,
+      refund_amount_cents: 5000,
+      reason: "customer downgraded",
+    });
+    expect(refund.statusCode).toBe(200);
+    const kept = await p.pay("JANE", 10_000, "grace@example.org");
+    await p.pay("ADA", 10_000, "alan@example.org");
+    const second = await vi.waitFor(
+      async () => {
+        // Payouts applies the clawback from the refund's event; until then generation waits.
+        const generated = (await p.call("POST", "/api/v1/payouts/generate")).json().data as {
+          id: string;
+          partnership_id: string;
+          adjustment_cents: number;
+        }[];
+        const payout = generated.find((candidate) => candidate.partnership_id === jane);
+        expect(payout?.adjustment_cents).toBe(-1000);
+        return payout?.id ?? "";
+      },
+      { timeout: 15_000, interval: 200 },
+    );
+
+    const token = await p.mint(jane);
+    const list = expectBody(
+      affiliatePayoutListResponseSchema,
+      (await asAffiliate(token, "GET", "/affiliate/v1/payouts")).json(),
+    ).data;
+    expect(list.map((payout) => payout.id)).toEqual([second, firstId]);
+    for (const payout of list) {
+      const detail = await asAffiliate(token, "GET", `/affiliate/v1/payouts/${payout.id}`);
+      expect(payout).toEqual(expectBody(affiliatePayoutResponseSchema, detail.json()).data);
+      expect(payout.lines.reduce((sum, line) => sum + Number(line.amount_cents), 0)).toBe(payout.amount_cents);
+    }
+    expect(list[0]).toMatchObject({
+      amount_cents: 1000,
+      adjustment_cents: -1000,
+      lines: [
+        { kind: "commission", id: kept, amount_cents: 2000, description: `Commission ${kept}` },
+        {
+          kind: "adjustment",
+          id: expect.stringMatching(/^adj_/),
+          amount_cents: -1000,
+          description: `Refund of commission ${clawedBack} (customer downgraded)`,
+        },
+      ],
+    });
+    // The first payout keeps the commission at the amount it paid.
+    expect(list[1]?.lines).toEqual([
+      { kind: "commission", id: clawedBack, amount_cents: 2000, description: `Commission ${clawedBack}` },
+    ]);
+    // Every page carries its payouts' lines.
+    const firstPage = await asAffiliate(token, "GET", "/affiliate/v1/payouts?limit=1");
+    const page = expectBody(affiliatePayoutListResponseSchema, firstPage.json());
+    expect(page.data).toEqual([list[0]]);
+    const next = await asAffiliate(token, "GET", `/affiliate/v1/payouts?limit=1&cursor=${page.pagination.next_cursor}`);
+    expect(expectBody(affiliatePayoutListResponseSchema, next.json()).data).toEqual([list[1]]);
   });
 });
 

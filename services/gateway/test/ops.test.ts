@@ -1,7 +1,9 @@
 import { Health, HealthCheckResponse_ServingStatus } from "@affiliate/proto/health";
 import { Code, ConnectError, createRouterTransport, type Transport } from "@connectrpc/connect";
 import { describe, expect, it } from "vitest";
+import { openApiPath } from "../src/http/route-catalog.js";
 import { gatewayReadiness, readinessOf, serviceHealth } from "../src/routes/ops.js";
+import { pathOf } from "./support/declared-routes.js";
 import { createGateway } from "./support/harness.js";
 
 function healthTransport(answer: () => HealthCheckResponse_ServingStatus | Promise<never>) {
@@ -152,6 +154,48 @@ describe("documentation", () => {
     expect(Object.keys(document.paths["/api/v1/program"].patch.responses)).toEqual(
       expect.arrayContaining(["200", "400", "401", "403", "413", "415", "429", "503", "504"]),
     );
+  });
+
+  it("puts the affiliateToken scheme on exactly the /affiliate/v1 routes that refuse a request without a token", async () => {
+    const { app, call } = createGateway();
+    await app.ready();
+    const document = (await call("GET", "/api/v1/openapi.json", { key: null })).json();
+    expect(document.components.securitySchemes.affiliateToken).toMatchObject({ type: "http", scheme: "bearer" });
+    // Which routes need a token is asked of the routes themselves (a request without one), not
+    // of the declarations the document is written from: a route guarded by one thing and
+    // documented as another fails here.
+    const routes = app.routeCatalog.declared().filter((route) => route.url.startsWith("/affiliate/v1/"));
+    const tokenRoutes: string[] = [];
+    const openRoutes: string[] = [];
+    for (const route of routes) {
+      const answer = await call(
+        route.method,
+        pathOf(route, () => "x"),
+        { key: null },
+      );
+      const operation = document.paths[openApiPath(route.url)]?.[route.method.toLowerCase()];
+      const name = `${route.method} ${route.url}`;
+      if (answer.statusCode === 401) {
+        tokenRoutes.push(name);
+        expect(operation?.security, name).toEqual([{ affiliateToken: [] }]);
+      } else {
+        openRoutes.push(name);
+        // Public: no scheme at all, so the document-wide apiKey requirement is lifted too.
+        expect(operation?.security, name).toEqual([]);
+      }
+    }
+    expect(tokenRoutes).toEqual(
+      expect.arrayContaining([
+        "GET /affiliate/v1/me",
+        "GET /affiliate/v1/stats",
+        "GET /affiliate/v1/commissions",
+        "GET /affiliate/v1/commissions/:id",
+        "GET /affiliate/v1/payouts",
+        "GET /affiliate/v1/payouts/:id",
+      ]),
+    );
+    expect(openRoutes.sort()).toEqual(["POST /affiliate/v1/login", "POST /affiliate/v1/login/exchange"]);
+    await app.close();
   });
 
   it("documents tracking, commissions and stats from the routes' own schemas", async () => {

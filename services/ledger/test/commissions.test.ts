@@ -73,6 +73,24 @@ describe("reading commissions", () => {
     }
   });
 
+  it("reads several by id in one call, leaving out unknown ids and another product's", async () => {
+    const productId = await newProduct(h);
+    const { parent, child } = await sponsoredPayment(productId);
+    const foreign = await sponsoredPayment(await newProduct(h));
+    const { commissions } = await h.ledger.batchGetCommissions({
+      productId,
+      commissionIds: [parent, child, parent, foreign.parent, "com_missing"],
+    });
+    expect(Object.keys(commissions).sort()).toEqual([parent, child].sort());
+    // Each is the commission GetCommission reads.
+    expect(commissions[parent]).toEqual((await h.ledger.getCommission({ productId, commissionId: parent })).commission);
+    expect((await h.ledger.batchGetCommissions({ productId, commissionIds: [] })).commissions).toEqual({});
+    const tooMany = await failure(
+      h.ledger.batchGetCommissions({ productId, commissionIds: Array.from({ length: 101 }, (_, i) => `com_${i}`) }),
+    );
+    expect(fieldErrorsOf(tooMany as ConnectError)?.fieldErrors).toHaveProperty("commission_ids");
+  });
+
   it("lists newest first with filters and signed page tokens", async () => {
     const productId = await newProduct(h);
     const first = await sponsoredPayment(productId);

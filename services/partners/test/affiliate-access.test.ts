@@ -5,7 +5,7 @@ import { fromBinary } from "@bufbuild/protobuf";
 import { timestampDate } from "@bufbuild/protobuf/wkt";
 import { Code, ConnectError } from "@connectrpc/connect";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { type Harness, startHarness, uniqueEmail } from "./harness.js";
+import { type Harness, serviceClients, startHarness, uniqueEmail } from "./harness.js";
 
 let h: Harness;
 beforeAll(async () => {
@@ -266,5 +266,58 @@ describe("sign-in by email", () => {
     await h.partners.updatePartnershipStatus({ productId, partnershipId: id, status: PartnershipStatus.REMOVED });
     expect(await codeOf(h.partners.exchangeAffiliateLoginCode({ code: removed.code }))).toBe(Code.Unauthenticated);
     expect(await codeOf(h.partners.exchangeAffiliateLoginCode({ code: "" }))).toBe(Code.Unauthenticated);
+  });
+
+  it("gives a fresh code 15 minutes from the request", async () => {
+    const productId = await newProduct();
+    const email = uniqueEmail("expiry");
+    const id = await register(productId, { email });
+    const before = Date.now();
+    await h.partners.requestAffiliateLogin({ productId, email });
+    const after = Date.now();
+    const [login] = await h.sql<{ id: string; expiresAt: Date }[]>`
+      select id, expires_at from affiliate_logins where partnership_id = ${id}`;
+    const expiresAt = login?.expiresAt.getTime() ?? 0;
+    // Written from the service's clock between the two readings of ours: no tolerance beyond that.
+    expect(expiresAt).toBeGreaterThanOrEqual(before + 15 * 60_000);
+    expect(expiresAt).toBeLessThanOrEqual(after + 15 * 60_000);
+    const issued = await h.partners.issueAffiliateLoginCode({ productId, loginId: login?.id ?? "" });
+    expect(issued.expiresAt && timestampDate(issued.expiresAt).getTime()).toBe(expiresAt);
+  });
+});
+
+describe("sign-in timing", () => {
+  const floorMs = 200;
+
+  it("answers a known and an unknown email alike: no sooner than the floor, and not much later", async () => {
+    const { partners } = serviceClients(h.sql, { loginAnswerFloorMs: floorMs });
+    const productId = await newProduct();
+    const timed = async (email: string) => {
+      const started = performance.now();
+      await partners.requestAffiliateLogin({ productId, email });
+      return performance.now() - started;
+    };
+    const known: number[] = [];
+    const unknown: number[] = [];
+    // Fresh known emails each round, so each does the whole work (lookup, login row, outbox row)
+    // rather than stopping at "a sign-in was sent this minute".
+    for (let round = 0; round < 3; round++) {
+      const email = uniqueEmail("timed");
+      const id = await register(productId, { email });
+      known.push(await timed(email));
+      unknown.push(await timed(uniqueEmail("stranger")));
+      const logins = await h.sql`select id from affiliate_logins where partnership_id = ${id}`;
+      expect(logins).toHaveLength(1);
+    }
+    // At least the floor: Node may fire a timer up to a millisecond early (its loop time is cached
+    // per iteration), hence a 2 ms margin. At most the floor plus 1.5 s: generous for a loaded CI
+    // machine, yet no answer may wait on the work in a way that tells the two apart by much.
+    for (const duration of [...known, ...unknown]) {
+      expect(duration).toBeGreaterThanOrEqual(floorMs - 2);
+      expect(duration).toBeLessThan(floorMs + 1500);
+    }
+    for (const [round, duration] of known.entries()) {
+      expect(Math.abs(duration - (unknown[round] ?? 0))).toBeLessThan(1500);
+    }
   });
 });

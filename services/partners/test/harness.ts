@@ -13,24 +13,29 @@ export interface Harness {
 }
 
 /**
- * The partners service over an in-memory transport, on a fresh, migrated database of its own;
- * errors are mapped by the same interceptor as in production.
+ * Clients of the partners service on `sql` over an in-memory transport; errors are mapped by the
+ * same interceptor as in production. Sign-in answers without a floor unless `loginAnswerFloorMs`
+ * says otherwise: only the timing tests wait for it.
  */
-export async function startHarness(): Promise<Harness> {
-  const database = await createTestDatabase();
-  const sql = createSql(database.url, { schema, max: 5, applicationName: "partners-test" });
-  await migrate(sql, schema, migrationsDirectory);
+export function serviceClients(sql: Sql, { loginAnswerFloorMs = 0 } = {}) {
   const transport = createRouterTransport(
-    routes({ sql, pageTokens: new PageTokens("test-page-token-secret"), loginAnswerFloorMs: 0 }),
+    routes({ sql, pageTokens: new PageTokens("test-page-token-secret"), loginAnswerFloorMs }),
     {
       router: { interceptors: [errorMapping(createLogger("partners-test", "silent"))] },
     },
   );
+  return { partners: createClient(PartnersService, transport), admin: createClient(PartnersAdminService, transport) };
+}
+
+/** The partners service over an in-memory transport, on a fresh, migrated database of its own. */
+export async function startHarness(): Promise<Harness> {
+  const database = await createTestDatabase();
+  const sql = createSql(database.url, { schema, max: 5, applicationName: "partners-test" });
+  await migrate(sql, schema, migrationsDirectory);
   return {
     sql,
     database,
-    partners: createClient(PartnersService, transport),
-    admin: createClient(PartnersAdminService, transport),
+    ...serviceClients(sql),
     async close() {
       await sql.end();
       await database.drop();

@@ -1,5 +1,8 @@
 import {
   PayoutAction as PayoutActionProto,
+  PayoutLineKind,
+  type PayoutLine as PayoutLineProto,
+  PayoutLineSchema,
   type Payout as PayoutProto,
   PayoutSchema,
   PayoutStatus as PayoutStatusProto,
@@ -7,6 +10,7 @@ import {
 import { create } from "@bufbuild/protobuf";
 import { timestampFromDate } from "@bufbuild/protobuf/wkt";
 import type { Payout, PayoutAction, PayoutStatus } from "./domain/types.js";
+import type { PayoutLine } from "./store/payouts.js";
 
 export const payoutStatusToProto: Record<PayoutStatus, PayoutStatusProto> = {
   pending: PayoutStatusProto.PENDING,
@@ -38,4 +42,16 @@ export function payoutToProto(p: Payout): PayoutProto {
     gatewayTransferId: p.gatewayTransferId ?? "",
     failureReason: p.failureReason ?? "",
   });
+}
+
+/** A payout's lines, in their order: GetPayout's and ListPayouts' answers encode them alike. */
+export function linesToProto(lines: readonly PayoutLine[]): PayoutLineProto[] {
+  return lines.map((line) =>
+    create(PayoutLineSchema, {
+      kind: line.kind === "commission" ? PayoutLineKind.COMMISSION : PayoutLineKind.ADJUSTMENT,
+      id: line.id,
+      commissionId: line.commissionId,
+      amountCents: BigInt(line.amountCents),
+    }),
+  );
 }

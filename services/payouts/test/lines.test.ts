@@ -44,4 +44,33 @@ describe("a payout's lines", () => {
     const other = h.payouts.getPayout({ productId, payoutId, partnershipId: h.partners.partnership(productId) });
     await expect(other).rejects.toSatisfy((error) => ConnectError.from(error).code === Code.NotFound);
   });
+
+  it("come with every payout of a listed page, read as GetPayout reads them, with include_lines", async () => {
+    const productId = h.partners.product(1000);
+    const jane = h.partners.partnership(productId);
+    const ada = h.partners.partnership(productId);
+    h.ledger.add(productId, jane, 3000);
+    await unappliedAdjustment(h, productId, jane, -1200);
+    h.ledger.add(productId, ada, 2500);
+    await h.payouts.generatePayouts({ productId });
+    // A second payout of jane's, so the page holds two of one partnership.
+    h.ledger.add(productId, jane, 1800);
+    await h.payouts.generatePayouts({ productId });
+
+    const page = await h.payouts.listPayouts({ productId, pageSize: 10, includeLines: true });
+    expect(page.payouts).toHaveLength(3);
+    expect(Object.keys(page.lines).sort()).toEqual(page.payouts.map((payout) => payout.id).sort());
+    for (const payout of page.payouts) {
+      const lines = page.lines[payout.id]?.lines ?? [];
+      expect(lines).toEqual((await h.payouts.getPayout({ productId, payoutId: payout.id, includeLines: true })).lines);
+      expect(lines.reduce((sum, line) => sum + line.amountCents, 0n)).toBe(payout.amountCents);
+    }
+    const kinds = page.payouts.map((payout) => page.lines[payout.id]?.lines.map((line) => line.kind));
+    expect(kinds).toContainEqual([PayoutLineKind.COMMISSION, PayoutLineKind.ADJUSTMENT]);
+
+    // Scoped to a partnership, its payouts' lines only; without the flag, none.
+    const janes = await h.payouts.listPayouts({ productId, partnershipId: jane, pageSize: 1, includeLines: true });
+    expect(Object.keys(janes.lines)).toEqual([janes.payouts[0]?.id]);
+    expect((await h.payouts.listPayouts({ productId, pageSize: 10 })).lines).toEqual({});
+  });
 });

@@ -690,7 +690,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** The affiliate's payouts, newest first */
+        /**
+         * The affiliate's payouts, newest first, line by line
+         * @description Each payout's lines (commissions, then adjustments: each clawback of a refunded commission that was already paid, with the refund's reason) sum exactly to its amount_cents.
+         */
         get: operations["listAffiliatePayouts"];
         put?: never;
         post?: never;
@@ -709,7 +712,7 @@ export interface paths {
         };
         /**
          * One of the affiliate's payouts, line by line
-         * @description Its lines (commissions, then adjustments: each clawback of a refunded commission that was already paid, with the refund's reason) sum exactly to amount_cents. Only the token's own partnership: another partnership's id is 404, as a missing one.
+         * @description Each payout's lines (commissions, then adjustments: each clawback of a refunded commission that was already paid, with the refund's reason) sum exactly to its amount_cents. Only the token's own partnership: another partnership's id is 404, as a missing one.
          */
         get: operations["getAffiliatePayout"];
         put?: never;
@@ -2110,26 +2113,8 @@ export interface components {
              */
             customer: string | null;
         };
+        /** @description A payout line by line (contract 14): the list and the single read answer the same shape. */
         AffiliatePayout: {
-            id: string;
-            status: components["schemas"]["PayoutStatus"];
-            /**
-             * Format: int64
-             * @description Net: the sum of its lines.
-             */
-            amount_cents: bigint;
-            /**
-             * Format: int64
-             * @description The sum of its adjustment lines: 0 or negative.
-             */
-            adjustment_cents: bigint;
-            commission_count: number;
-            /** Format: date-time */
-            created_at: string;
-            approved_at: string | null;
-            paid_at: string | null;
-        };
-        AffiliatePayoutDetail: {
             id: string;
             status: components["schemas"]["PayoutStatus"];
             /**
@@ -2163,6 +2148,7 @@ export interface components {
             /** @example Refund of commission com_01j… (customer cancelled) */
             description: string;
         };
+        AffiliatePayoutDetail: components["schemas"]["AffiliatePayout"];
         AffiliateLoginAccepted: {
             data: {
                 /** @constant */

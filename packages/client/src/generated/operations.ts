@@ -291,7 +291,12 @@ export const operationTable = {
         "data": {
           "[]": {
             "amount_cents": true,
-            "adjustment_cents": true
+            "adjustment_cents": true,
+            "lines": {
+              "[]": {
+                "amount_cents": true
+              }
+            }
           }
         }
       }

@@ -97,7 +97,22 @@ export function toAffiliateCommission(commission: Commission): PublicAffiliateCo
   };
 }
 
-export function toAffiliatePayout(payout: Payout): PublicAffiliatePayout {
+/**
+ * A payout as its affiliate sees it, line by line: the list and the single read both answer this.
+ * `lines` are the payouts service's, read with the payout in one snapshot; `refundReasons` holds
+ * the reason the merchant gave for each refund an adjustment claws back, by commission id (the
+ * ledger keeps it on the commission). Lines that do not sum exactly to the amount are a broken
+ * contract, never an answer.
+ */
+export function toAffiliatePayout(
+  payout: Payout,
+  lines: readonly PayoutLine[],
+  refundReasons: ReadonlyMap<string, string>,
+): PublicAffiliatePayout {
+  const total = lines.reduce((sum, line) => sum + line.amountCents, 0n);
+  if (total !== payout.amountCents) {
+    throw new ContractViolation(`payout ${payout.id}: lines sum to ${total}, amount is ${payout.amountCents}`);
+  }
   return {
     id: payout.id,
     status: payoutStatusName(payout.status),
@@ -107,7 +122,13 @@ export function toAffiliatePayout(payout: Payout): PublicAffiliatePayout {
     created_at: isoTime(payout.createdAt, "payout.created_at", "payouts"),
     approved_at: isoTimeOrNull(payout.approvedAt),
     paid_at: isoTimeOrNull(payout.paidAt),
+    lines: lines.map((line) => toPayoutLine(line, refundReasons)),
   };
+}
+
+/** The commissions whose refunds the lines' adjustments claw back: whose reasons the lines name. */
+export function clawedBackCommissionIds(lines: readonly PayoutLine[]): string[] {
+  return lines.filter((line) => line.kind === PayoutLineKind.ADJUSTMENT).map((line) => line.commissionId);
 }
 
 /**

@@ -174,17 +174,18 @@ export const affiliatePayoutSchema = z
     created_at: z.iso.datetime(),
     approved_at: z.iso.datetime().nullable(),
     paid_at: z.iso.datetime().nullable(),
-  })
-  .meta({ id: "AffiliatePayout" });
-
-export const affiliatePayoutDetailSchema = affiliatePayoutSchema
-  .extend({
     lines: z.array(payoutLineSchema).meta({
       description:
         "What makes up amount_cents, commissions then adjustments, oldest first; the amounts sum exactly to amount_cents.",
     }),
   })
-  .meta({ id: "AffiliatePayoutDetail" });
+  .meta({
+    id: "AffiliatePayout",
+    description: "A payout line by line (contract 14): the list and the single read answer the same shape.",
+  });
+
+/** The single read's name for the same shape, kept so that clients naming the type still compile. */
+export const affiliatePayoutDetailSchema = affiliatePayoutSchema.meta({ id: "AffiliatePayoutDetail" });
 
 export const affiliatePayoutsQuerySchema = z.object({
   status: payoutStatusSchema.optional().meta({ description: "Only payouts in this status." }),

@@ -1,8 +1,8 @@
 import { CommissionStatus, type LedgerService } from "@affiliate/proto/ledger";
 import type { PartnersService } from "@affiliate/proto/partners";
-import { PayoutLineKind, PayoutStatus, type PayoutsService } from "@affiliate/proto/payouts";
+import { type Payout, type PayoutLine, PayoutStatus, type PayoutsService } from "@affiliate/proto/payouts";
 import {
-  ContractViolation,
+  clawedBackCommissionIds,
   commissionOf,
   commissionStatusValue,
   partnershipOf,
@@ -13,7 +13,6 @@ import {
   toAffiliateMe,
   toAffiliatePayout,
   toPage,
-  toPayoutLine,
   toPublicTimeseries,
 } from "@affiliate/rest-shapes/mappers";
 import { required } from "@affiliate/rest-shapes/mappers/common";
@@ -46,6 +45,36 @@ export interface AffiliateApiDeps {
 const tags: [string] = ["Affiliate API"];
 
 const scopeNote = "Only the token's own partnership: another partnership's id is 404, as a missing one.";
+
+const payoutLinesNote =
+  "Each payout's lines (commissions, then adjustments: each clawback of a refunded commission that was already paid, with the refund's reason) sum exactly to its amount_cents.";
+
+/**
+ * Payouts as their affiliate sees them, line by line: the one way both payout routes describe
+ * lines. An adjustment names the reason of the refund it claws back, which the ledger keeps on
+ * the commission: the reasons of all the payouts' clawed-back commissions are read together,
+ * one BatchGetCommissions per 100 commissions, never one call per line. A commission the ledger
+ * no longer answers leaves its line without a reason, never the line out.
+ */
+async function describePayouts(
+  ledger: Client<typeof LedgerService>,
+  productId: string,
+  items: readonly { payout: Payout; lines: readonly PayoutLine[] | undefined }[],
+) {
+  const clawedBack = [...new Set(items.flatMap(({ lines }) => clawedBackCommissionIds(lines ?? [])))];
+  const reasons = new Map<string, string>();
+  const batches = Array.from({ length: Math.ceil(clawedBack.length / 100) }, (_, i) =>
+    clawedBack.slice(i * 100, (i + 1) * 100),
+  );
+  for (const commissionIds of batches) {
+    const { commissions } = await ledger.batchGetCommissions({ productId, commissionIds });
+    for (const [id, commission] of Object.entries(commissions))
+      if (commission.reason) reasons.set(id, commission.reason);
+  }
+  return items.map(({ payout, lines }) =>
+    toAffiliatePayout(payout, required(lines, `lines of payout ${payout.id}`, "payouts"), reasons),
+  );
+}
 
 /**
  * The affiliate API (contract section 14): each route is the merchant route's read, scoped to the
@@ -163,7 +192,8 @@ export async function affiliateApiRoutes(app: FastifyInstance, { partners, ledge
     url: "/payouts",
     operationId: "listAffiliatePayouts",
     tags,
-    summary: "The affiliate's payouts, newest first",
+    summary: "The affiliate's payouts, newest first, line by line",
+    description: payoutLinesNote,
     access: "affiliate",
     query: affiliatePayoutsQuerySchema,
     answers: {
@@ -171,14 +201,21 @@ export async function affiliateApiRoutes(app: FastifyInstance, { partners, ledge
       400: { description: "Bad status, limit outside 1-100, a cursor not issued, or an unknown query parameter" },
     },
     handler: async ({ query, request }) => {
+      const { productId, partnershipId } = request;
       const page = await payouts.listPayouts({
-        productId: request.productId,
-        partnershipId: request.partnershipId,
+        productId,
+        partnershipId,
         status: query.status ? payoutStatusValue(query.status) : PayoutStatus.UNSPECIFIED,
         pageSize: query.limit,
         pageToken: query.cursor ?? "",
+        includeLines: true,
       });
-      return toPage(page.payouts.map(toAffiliatePayout), page.nextPageToken);
+      const described = await describePayouts(
+        ledger,
+        productId,
+        page.payouts.map((payout) => ({ payout, lines: page.lines[payout.id]?.lines })),
+      );
+      return toPage(described, page.nextPageToken);
     },
   });
 
@@ -188,7 +225,7 @@ export async function affiliateApiRoutes(app: FastifyInstance, { partners, ledge
     operationId: "getAffiliatePayout",
     tags,
     summary: "One of the affiliate's payouts, line by line",
-    description: `Its lines (commissions, then adjustments: each clawback of a refunded commission that was already paid, with the refund's reason) sum exactly to amount_cents. ${scopeNote}`,
+    description: `${payoutLinesNote} ${scopeNote}`,
     access: "affiliate",
     params: affiliatePayoutIdParamsSchema,
     pathResources: { id: "Payout" },
@@ -196,26 +233,8 @@ export async function affiliateApiRoutes(app: FastifyInstance, { partners, ledge
     handler: async ({ params, request }) => {
       const { productId, partnershipId } = request;
       const answer = await payouts.getPayout({ productId, payoutId: params.id, partnershipId, includeLines: true });
-      const payout = payoutOf(answer);
-      const clawedBack = [
-        ...new Set(
-          answer.lines.filter((line) => line.kind === PayoutLineKind.ADJUSTMENT).map((line) => line.commissionId),
-        ),
-      ];
-      // The reason of each refund an adjustment claws back: the ledger keeps it on the commission.
-      const reasons = new Map<string, string>();
-      await Promise.all(
-        clawedBack.map(async (commissionId) => {
-          const commission = commissionOf(await ledger.getCommission({ productId, commissionId }));
-          if (commission.reason) reasons.set(commissionId, commission.reason);
-        }),
-      );
-      const lines = answer.lines.map((line) => toPayoutLine(line, reasons));
-      const total = answer.lines.reduce((sum, line) => sum + line.amountCents, 0n);
-      if (total !== payout.amountCents) {
-        throw new ContractViolation(`payout ${payout.id}: lines sum to ${total}, amount is ${payout.amountCents}`);
-      }
-      return { data: { ...toAffiliatePayout(payout), lines } };
+      const [payout] = await describePayouts(ledger, productId, [{ payout: payoutOf(answer), lines: answer.lines }]);
+      return { data: payout };
     },
   });
 }

@@ -1,19 +1,27 @@
 import * as integrationsServer from "@affiliate/integrations/server";
+import { consumePayoutEvents } from "@affiliate/ledger/dist/events/payout-events.js";
 import { CachedPartnersDirectory } from "@affiliate/ledger/dist/rpc/partners-directory.js";
 import * as ledgerServer from "@affiliate/ledger/dist/server.js";
 import * as notifierServer from "@affiliate/notifier/server";
 import * as partnersServer from "@affiliate/partners/server";
+import { consumeCommissionRefunds } from "@affiliate/payouts/events/commission-refunded";
 import { ledgerOver, partnersOver } from "@affiliate/payouts/rpc/downstream";
 import * as payoutsServer from "@affiliate/payouts/server";
 import {
+  connectNats,
   createLogger,
   createRpcTransport,
   createSql,
+  type DurableConsumer,
+  ensureStream,
   migrate,
+  type NatsConnection,
+  type OutboxRelay,
   PageTokens,
   type RpcServer,
   SealingKey,
   type Sql,
+  startOutboxRelay,
   startRpcServer,
 } from "@affiliate/platform";
 import { IntegrationsService } from "@affiliate/proto/integrations";
@@ -22,7 +30,7 @@ import { NotifierService } from "@affiliate/proto/notifier";
 import { PartnersAdminService, PartnersService } from "@affiliate/proto/partners";
 import { PayoutsService } from "@affiliate/proto/payouts";
 import { PrivacyService } from "@affiliate/proto/privacy";
-import { createTestDatabase, type TestDatabase } from "@affiliate/testing";
+import { createTestDatabase, createTestNamespace, type TestDatabase, type TestNamespace } from "@affiliate/testing";
 import { type Client, type ConnectRouter, createClient } from "@connectrpc/connect";
 import type { FastifyInstance, LightMyRequestResponse } from "fastify";
 import { authenticateWith, KeyCache } from "../../src/auth/key-cache.js";
@@ -52,16 +60,19 @@ export interface RealMesh {
   close(): Promise<void>;
 }
 
-/**
- * The gateway in front of the real partners, ledger, payouts and notifier (privacy is its fake), each served by the
- * platform's RPC server (HTTP/2, its interceptors: bad text refused, domain errors mapped) as
- * `npm start` runs them, on a fresh test database with one schema each. No NATS: the flows read
- * here (registration, tracking, stats, payouts, webhook endpoints) commit their events to
- * outboxes only.
- */
 type IntegrationsDeps = Parameters<typeof integrationsServer.routes>[0];
 
-export async function startRealMesh(): Promise<RealMesh> {
+/**
+ * The gateway in front of the real partners, ledger, payouts, notifier and integrations (privacy is its fake), each served by the
+ * platform's RPC server (HTTP/2, its interceptors: bad text refused, domain errors mapped) as
+ * `npm start` runs them, on a fresh test database with one schema each. By default no NATS: the
+ * flows read here (registration, tracking, stats, payouts, webhook endpoints) commit their events
+ * to outboxes only. With `payoutEvents`, the ledger and payouts follow each other over real
+ * JetStream as in production (their outbox relays publish; the ledger settles commissions on
+ * payout.completed, payouts claws back on commission.refunded), so a paid commission's refund
+ * becomes an adjustment in the next payout.
+ */
+export async function startRealMesh(options: { payoutEvents?: boolean } = {}): Promise<RealMesh> {
   const logger = createLogger("gateway-real-mesh-test", "silent");
   const database: TestDatabase = await createTestDatabase();
   const pools: Sql[] = [];
@@ -105,6 +116,23 @@ export async function startRealMesh(): Promise<RealMesh> {
       }),
     ),
   );
+
+  const relays: OutboxRelay[] = [];
+  const consumers: DurableConsumer[] = [];
+  let nats: { connection: NatsConnection; events: TestNamespace } | undefined;
+  if (options.payoutEvents) {
+    const connection = await connectNats(process.env.NATS_URL ?? "nats://127.0.0.1:4222", "gateway-real-mesh-test");
+    nats = { connection, events: createTestNamespace() };
+    const { namespace } = nats.events;
+    const js = connection.jetstream();
+    const jsm = await connection.jetstreamManager();
+    for (const service of ["ledger", "payouts"]) await ensureStream(jsm, { service, namespace });
+    const common = { js, namespace, logger, nats: connection };
+    relays.push(startOutboxRelay({ ...common, sql: ledgerSql, schema: ledgerServer.schema, pollMs: 100 }));
+    relays.push(startOutboxRelay({ ...common, sql: payoutsSql, schema: payoutsServer.schema, pollMs: 100 }));
+    consumers.push(...(await consumePayoutEvents({ ...common, jsm, sql: ledgerSql })));
+    consumers.push(await consumeCommissionRefunds({ ...common, jsm, sql: payoutsSql }));
+  }
 
   const notifierSql = await pool(notifierServer.schema, notifierServer.migrationsDirectory);
   const notifier = createClient(
@@ -176,8 +204,12 @@ export async function startRealMesh(): Promise<RealMesh> {
     },
     async close() {
       await app.close();
+      for (const consumer of consumers) await consumer.stop();
+      for (const relay of relays) await relay.stop();
+      await nats?.connection.close();
       for (const server of servers) await server.close();
       for (const sql of pools) await sql.end();
+      await nats?.events.cleanup();
       await database.drop();
     },
   };

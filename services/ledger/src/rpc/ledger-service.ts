@@ -33,7 +33,7 @@ import { assertBatchSize, type TrackOutcome, trackBatch } from "../domain/track-
 import { type TrackDeps, trackEvent } from "../domain/track-event.js";
 import type { TrackInput } from "../domain/types.js";
 import { updateCommission } from "../domain/update-commission.js";
-import { getCommissionOrThrow } from "../store/commissions.js";
+import { getCommissionOrThrow, getCommissions } from "../store/commissions.js";
 import { partnershipStats } from "../store/rollups.js";
 
 export interface LedgerServiceDeps extends TrackDeps {
@@ -90,6 +90,12 @@ export function createLedgerService(deps: LedgerServiceDeps): ServiceImpl<typeof
 
     async getCommission(req) {
       return { commission: commissionToProto(await getCommissionOrThrow(sql, req.productId, req.commissionId)) };
+    },
+
+    async batchGetCommissions(req) {
+      if (req.commissionIds.length > 100) throw DomainError.invalidField("commission_ids", "At most 100 ids per call");
+      const found = await getCommissions(sql, req.productId, [...new Set(req.commissionIds)]);
+      return { commissions: Object.fromEntries(found.map((c) => [c.id, commissionToProto(c)])) };
     },
 
     async listCommissions(req) {

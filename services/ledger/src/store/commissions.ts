@@ -95,6 +95,14 @@ export async function getCommissionOrThrow(sql: Queryable, productId: string, id
   return toCommission(row);
 }
 
+/** The product's commissions among these ids, in no particular order; unknown ids are left out. */
+export async function getCommissions(sql: Queryable, productId: string, ids: readonly string[]): Promise<Commission[]> {
+  if (ids.length === 0) return [];
+  return toCommissions(
+    await sql<CommissionRow[]>`${selectCommission(sql)} where c.product_id = ${productId} and c.id in ${sql(ids)}`,
+  );
+}
+
 /** The commissions of these payments, level 1 before level 2 within each payment. */
 export async function getCommissionsOfEvents(sql: Queryable, eventIds: string[]): Promise<Commission[]> {
   if (eventIds.length === 0) return [];

@@ -1,7 +1,7 @@
 import { DomainError, enumFilter, fromProtoEnum, type PageTokens } from "@affiliate/platform";
-import { PayoutLineKind, type PayoutsService } from "@affiliate/proto/payouts";
+import type { PayoutsService } from "@affiliate/proto/payouts";
 import type { ServiceImpl } from "@connectrpc/connect";
-import { payoutActionToProto, payoutStatusToProto, payoutToProto } from "../codec.js";
+import { linesToProto, payoutActionToProto, payoutStatusToProto, payoutToProto } from "../codec.js";
 import type { PayoutDeps } from "../domain/finish-drafts.js";
 import { generatePayouts } from "../domain/generate-payouts.js";
 import { getPayout } from "../domain/get-payout.js";
@@ -28,8 +28,15 @@ export function createPayoutsService(deps: PayoutsServiceDeps): ServiceImpl<type
         partnershipId: req.partnershipId,
         pageSize: req.pageSize,
         pageToken: req.pageToken,
+        withLines: req.includeLines,
       });
-      return { payouts: page.payouts.map(payoutToProto), nextPageToken: page.nextPageToken };
+      return {
+        payouts: page.payouts.map(payoutToProto),
+        nextPageToken: page.nextPageToken,
+        lines: Object.fromEntries(
+          [...page.lines].map(([payoutId, lines]) => [payoutId, { lines: linesToProto(lines) }]),
+        ),
+      };
     },
 
     async getPayout(req) {
@@ -39,15 +46,7 @@ export function createPayoutsService(deps: PayoutsServiceDeps): ServiceImpl<type
         partnershipId: req.partnershipId,
         withLines: req.includeLines,
       });
-      return {
-        payout: payoutToProto(payout),
-        lines: lines.map((line) => ({
-          kind: line.kind === "commission" ? PayoutLineKind.COMMISSION : PayoutLineKind.ADJUSTMENT,
-          id: line.id,
-          commissionId: line.commissionId,
-          amountCents: BigInt(line.amountCents),
-        })),
-      };
+      return { payout: payoutToProto(payout), lines: linesToProto(lines) };
     },
 
     async updatePayout(req) {

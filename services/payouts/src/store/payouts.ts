@@ -210,11 +210,25 @@ export interface PayoutLine {
 
 /** The payout's links, then its adjustments, each oldest first (ids sort by time). */
 export async function payoutLines(sql: Queryable, payoutId: string): Promise<PayoutLine[]> {
-  return sql<PayoutLine[]>`
-    select 'commission' as kind, commission_id as id, commission_id, amount_cents, 0 as part
-    from payout_commissions where payout_id = ${payoutId}
+  return (await linesOfPayouts(sql, [payoutId])).get(payoutId) ?? [];
+}
+
+/**
+ * The lines of several payouts in one statement, by payout id (every requested id present, with
+ * no lines when it has none), each payout's ordered as payoutLines orders them.
+ */
+export async function linesOfPayouts(sql: Queryable, payoutIds: readonly string[]): Promise<Map<string, PayoutLine[]>> {
+  const lines = new Map<string, PayoutLine[]>(payoutIds.map((id) => [id, []]));
+  if (payoutIds.length === 0) return lines;
+  const rows = await sql<(PayoutLine & { payoutId: string })[]>`
+    select payout_id, 'commission' as kind, commission_id as id, commission_id, amount_cents, 0 as part
+    from payout_commissions where payout_id in ${sql(payoutIds)}
     union all
-    select 'adjustment', id, commission_id, amount_cents, 1
-    from adjustments where payout_id = ${payoutId}
-    order by part, id`;
+    select payout_id, 'adjustment', id, commission_id, amount_cents, 1
+    from adjustments where payout_id in ${sql(payoutIds)}
+    order by payout_id, part, id`;
+  for (const { payoutId, kind, id, commissionId, amountCents } of rows) {
+    lines.get(payoutId)?.push({ kind, id, commissionId, amountCents });
+  }
+  return lines;
 }
