@@ -46,6 +46,7 @@ export interface Commission {
   customer: string | null;
 }
 
+/** A payout with its lines (commissions, then clawbacks), which sum exactly to amount_cents. */
 export interface Payout {
   id: string;
   status: PayoutStatus;
@@ -54,6 +55,7 @@ export interface Payout {
   commission_count: number;
   created_at: string;
   paid_at: string | null;
+  lines: PayoutLine[];
 }
 
 export interface PayoutLine {
@@ -61,10 +63,6 @@ export interface PayoutLine {
   id: string;
   amount_cents: bigint;
   description: string;
-}
-
-export interface PayoutDetail extends Payout {
-  lines: PayoutLine[];
 }
 
 export interface Page<T> {
@@ -165,10 +163,6 @@ export class AffiliateApi {
 
   payouts(cursor?: string): Promise<Page<Payout>> {
     return this.#get(`/affiliate/v1/payouts${pageQuery(cursor)}`);
-  }
-
-  async payout(id: string): Promise<PayoutDetail> {
-    return (await this.#get<{ data: PayoutDetail }>(`/affiliate/v1/payouts/${encodeURIComponent(id)}`)).data;
   }
 
   #get<T>(path: string): Promise<T> {

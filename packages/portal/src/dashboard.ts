@@ -3,7 +3,7 @@
  * daily chart, the commissions and the payouts with their lines. Each section loads and fails on
  * its own, and says what to do when it fails; a 401 anywhere means the token is gone.
  */
-import type { AffiliateApi, Commission, Me, Metrics, Page, Payout, PayoutDetail, Period, Stats } from "./api.js";
+import type { AffiliateApi, Commission, Me, Metrics, Page, Payout, Period, Stats } from "./api.js";
 import { dailyChart } from "./chart.js";
 import { fill, h } from "./dom.js";
 import { formatCount, formatDate, formatDay, formatRate, periodOf, periods } from "./format.js";
@@ -446,33 +446,17 @@ export class Dashboard {
         ? h("span", { class: "clawback-note" }, `includes ${this.#money(payout.adjustment_cents)} clawback`)
         : null,
     );
-    const panel = h("div", { id: panelId, class: "payout-lines", hidden: true });
-    let loaded = false;
-    toggle.addEventListener("click", async () => {
+    // The list carries each payout's lines: opening one asks nothing more of the API.
+    const panel = h("div", { id: panelId, class: "payout-lines", hidden: true }, this.#payoutLines(payout));
+    toggle.addEventListener("click", () => {
       const open = toggle.getAttribute("aria-expanded") !== "true";
       toggle.setAttribute("aria-expanded", String(open));
       panel.hidden = !open;
-      if (!open || loaded) return;
-      fill(panel, loading("Loading the payout's lines…"));
-      try {
-        const detail = await this.#api.payout(payout.id);
-        loaded = true;
-        fill(panel, this.#payoutLines(detail));
-      } catch (error) {
-        if (this.#signedOut(error)) return;
-        fill(
-          panel,
-          this.#failure(error, () => {
-            toggle.setAttribute("aria-expanded", "false");
-            toggle.click();
-          }),
-        );
-      }
     });
     return h("li", { class: "payout", "data-payout": payout.id }, toggle, panel);
   }
 
-  #payoutLines(payout: PayoutDetail): HTMLElement {
+  #payoutLines(payout: Payout): HTMLElement {
     const rows = payout.lines.map((line) =>
       h(
         "tr",

@@ -228,10 +228,7 @@ const namelessControlsScript = `[...document.querySelectorAll("button, input, se
 
 const namelessControls = (page: Page) => page.evaluate<string[]>(namelessControlsScript);
 
-/**
- * An opened payout's adjustment rows, with what its panel says: when the lines do not come, the
- * failure shows whether they are still loading or which error the page gave.
- */
+/** An opened payout's adjustment rows, with what its panel says, for a failure to show. */
 async function payoutLines(payout: Locator): Promise<{ adjustments: number; panel: string | null }> {
   return {
     adjustments: await payout.locator("tr.adjustment").count(),
