@@ -237,6 +237,13 @@ describe("a payout explained", () => {
     });
     const lines = read.json.data?.lines as { amount_cents: number }[];
     expect(lines.reduce((sum, line) => sum + line.amount_cents, 0)).toBe(read.json.data?.amount_cents);
+    // The list says the same of it, line for line.
+    const list = await request(mesh.gatewayUrls[1] ?? "", "GET", "/affiliate/v1/payouts", {
+      authorization: `Bearer ${token}`,
+    });
+    expect(list.status).toBe(200);
+    const listed = (list.json.data as unknown as { id: string }[]).find((payout) => payout.id === second.id);
+    expect(listed).toEqual(read.json.data);
     // The refunded commission shows its reason and a masked customer.
     const commission = await request(mesh.gatewayUrl, "GET", `/affiliate/v1/commissions/${clawedBack}`, {
       authorization: `Bearer ${token}`,
