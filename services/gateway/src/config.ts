@@ -1,7 +1,35 @@
+import { isIP } from "node:net";
 import { baseConfigShape, loadConfig, port, serviceUrls } from "@affiliate/platform";
 import { z } from "zod";
 
 const perMinute = (fallback: number) => z.coerce.number().int().min(1).default(fallback);
+
+/** proxy-addr's names for the private ranges, which Fastify's trustProxy takes as they are. */
+const namedRanges = new Set(["loopback", "linklocal", "uniquelocal"]);
+
+/** An address, an address/prefix range, or one of proxy-addr's named ranges. */
+function isTrustableProxy(entry: string): boolean {
+  if (namedRanges.has(entry)) return true;
+  const [address = "", prefix, ...rest] = entry.split("/");
+  const family = isIP(address);
+  if (family === 0 || rest.length > 0) return false;
+  if (prefix === undefined) return true;
+  const bits = Number(prefix);
+  return /^\d{1,3}$/.test(prefix) && bits <= (family === 4 ? 32 : 128);
+}
+
+const trustedProxies = z
+  .string()
+  .default("")
+  .transform((value) =>
+    value
+      .split(",")
+      .map((entry) => entry.trim())
+      .filter((entry) => entry !== ""),
+  )
+  .refine((entries) => entries.every(isTrustableProxy), {
+    message: "must be addresses or CIDR ranges (or loopback, linklocal, uniquelocal), comma-separated",
+  });
 
 export const gatewayConfigShape = {
   ...baseConfigShape,
@@ -15,6 +43,15 @@ export const gatewayConfigShape = {
   NOTIFIER_URL: serviceUrls.default("http://127.0.0.1:7105"),
   PRIVACY_URL: serviceUrls.default("http://127.0.0.1:7104"),
   INTEGRATIONS_URL: serviceUrls.default("http://127.0.0.1:7106"),
+  /**
+   * The proxies in front of the gateway (an Ingress controller, a load balancer) whose
+   * X-Forwarded-For it believes, so that the per-address budgets (sign-in, requests without a key)
+   * count clients rather than the proxy: empty (the default) believes none, and the address is the
+   * connection's; otherwise addresses or CIDR ranges, comma-separated (the controller's pods, for
+   * instance `uniquelocal` for the private ranges). "Any proxy" is not offered: every client could
+   * then pick its own address, and its own budget.
+   */
+  TRUST_PROXY: trustedProxies,
   /** Requests per minute per API key (or per IP when no key is sent) on /api/v1. */
   RATE_LIMIT_PER_MINUTE: perMinute(6000),
   /**

@@ -33,6 +33,7 @@ export async function describeApi(): Promise<OpenApiDocument> {
       ACTIVE_AFFILIATES_CACHE_MS: 0,
       TRACK_COALESCE_MS: 0,
       TRACK_COALESCE_MAX_EVENTS: 1,
+      TRUST_PROXY: [],
     },
     keyCache: new KeyCache({
       resolve: async () => {

@@ -61,6 +61,7 @@ export interface GatewayDeps {
     | "ACTIVE_AFFILIATES_CACHE_MS"
     | "TRACK_COALESCE_MS"
     | "TRACK_COALESCE_MAX_EVENTS"
+    | "TRUST_PROXY"
   >;
   keyCache: KeyCache;
   /** Where partnership figures come from: the ledger's, unless a test gives another. */
@@ -155,6 +156,9 @@ export function buildServer(deps: GatewayDeps): FastifyInstance {
     requestIdHeader: false,
     genReqId: requestIdOf,
     bodyLimit: maxBodyBytes,
+    // request.ip, which the per-address budgets key on: the client's behind the proxies the
+    // operator named, the connection's otherwise.
+    trustProxy: deps.config.TRUST_PROXY.length > 0 ? deps.config.TRUST_PROXY : false,
     // A path whose percent-encoding is not UTF-8 names nothing: answered by the one error handler.
     frameworkErrors: errorHandler,
   });

@@ -43,4 +43,27 @@ describe("affiliate tokens at the gateway", () => {
     }
     expect(statuses).toEqual([202, 202, 429]);
   });
+
+  describe("the client's address behind a proxy (TRUST_PROXY)", () => {
+    const signIn = (gateway: ReturnType<typeof createGateway>, forwardedFor: string) =>
+      gateway.call("POST", "/affiliate/v1/login", {
+        key: null,
+        headers: { "x-forwarded-for": forwardedFor },
+        body: { product_id: gateway.product.productId, email: "x@example.com" },
+      });
+
+    it("counts each client behind a trusted proxy on its own", async () => {
+      // Requests injected here come from 127.0.0.1: the proxy, as an Ingress controller would be.
+      const gateway = createGateway({ rateLimitPerMinute: 1, trustProxy: ["127.0.0.1"] });
+      expect((await signIn(gateway, "203.0.113.1")).statusCode).toBe(202);
+      expect((await signIn(gateway, "203.0.113.2")).statusCode).toBe(202);
+      expect((await signIn(gateway, "203.0.113.1")).statusCode).toBe(429);
+    });
+
+    it("believes no X-Forwarded-For by default: a client cannot pick a fresh budget", async () => {
+      const gateway = createGateway({ rateLimitPerMinute: 1 });
+      expect((await signIn(gateway, "203.0.113.1")).statusCode).toBe(202);
+      expect((await signIn(gateway, "203.0.113.2")).statusCode).toBe(429);
+    });
+  });
 });

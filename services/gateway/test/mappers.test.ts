@@ -330,6 +330,23 @@ describe("configuration", () => {
     expect(parsed.error?.issues.map((issue) => issue.path)).toEqual([["PAYOUTS_URL"]]);
   });
 
+  it("reads TRUST_PROXY as addresses and ranges, and refuses anything else naming it", () => {
+    expect(loadGatewayConfig({}).TRUST_PROXY).toEqual([]);
+    expect(loadGatewayConfig({ TRUST_PROXY: " 10.0.0.0/8, 192.0.2.7 ,fd00::/8,uniquelocal" }).TRUST_PROXY).toEqual([
+      "10.0.0.0/8",
+      "192.0.2.7",
+      "fd00::/8",
+      "uniquelocal",
+    ]);
+    for (const bad of ["true", "*", "10.0.0.0/33", "10.0.0/8", "2", "10.0.0.1/8/1"]) {
+      const parsed = z.object(gatewayConfigShape).safeParse({ TRUST_PROXY: bad });
+      expect(
+        parsed.error?.issues.map((issue) => issue.path),
+        bad,
+      ).toEqual([["TRUST_PROXY"]]);
+    }
+  });
+
   it("reads numbers from the environment", () => {
     const config = loadGatewayConfig({ PORT: "9090", RATE_LIMIT_PER_MINUTE: "5", KEY_CACHE_TTL_MS: "0" });
     expect([config.PORT, config.RATE_LIMIT_PER_MINUTE, config.KEY_CACHE_TTL_MS]).toEqual([9090, 5, 0]);

@@ -32,6 +32,8 @@ export interface GatewayOptions {
   privacyTransport?: Transport;
   rateLimitPerMinute?: number;
   trackingRateLimitPerMinute?: number;
+  /** TRUST_PROXY, parsed: the proxies whose X-Forwarded-For the gateway believes (none unless given). */
+  trustProxy?: string[];
   /** POST /events coalescing window; 0 sends each event as its own Track call. */
   trackCoalesceMs?: number;
   /** A coalesced batch is sent once it holds this many events (100 unless given). */
@@ -105,6 +107,7 @@ export function createGateway(options: GatewayOptions = {}): TestGateway {
       ACTIVE_AFFILIATES_CACHE_MS: 5000,
       TRACK_COALESCE_MS: options.trackCoalesceMs ?? 2,
       TRACK_COALESCE_MAX_EVENTS: options.trackCoalesceMaxEvents ?? 100,
+      TRUST_PROXY: options.trustProxy ?? [],
     },
     keyCache,
     ...(options.stats ? { stats: options.stats } : {}),

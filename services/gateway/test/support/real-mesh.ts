@@ -177,6 +177,7 @@ export async function startRealMesh(options: { payoutEvents?: boolean } = {}): P
       // Single events coalesced as in production.
       TRACK_COALESCE_MS: 2,
       TRACK_COALESCE_MAX_EVENTS: 100,
+      TRUST_PROXY: [],
     },
     keyCache,
   });
