@@ -7,6 +7,7 @@ import { parseMetrics, sumOf } from "@affiliate/testing";
 import { Code, ConnectError } from "@connectrpc/connect";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { stripeEventsSince } from "../src/providers/stripe/events-api.js";
+import { wakeWaitersOf } from "../src/store/events.js";
 import {
   connectedProgram,
   deliver,
@@ -652,6 +653,34 @@ describe("disputes", () => {
     const [commission] = await commissionsOf(program);
     expect(HoldReason[commission?.holdReason ?? 0]).toBe("DISPUTE");
     expect((await h.ledger.listPayableBalances({ productId: program.productId })).balances).toEqual([]);
+  });
+
+  it("a dispute's opening woken by its payment goes before its closing, received later and not tried yet", async () => {
+    const program = await connectedProgram(h);
+    const customer = fixtures.customer(program.code, `${unique("c")}@example.com`);
+    const invoice = { ...fixtures.invoice(customer, 5000), metadata: { referral_code: program.code } };
+    const opened = stripeEvent("charge.dispute.created", fixtures.dispute(invoice, "needs_response"));
+    await deliver(h, program, opened);
+    await h.drain();
+    expect((await outcomeOf(program.productId, opened.id)).outcome).toBe("WAITING");
+    const openedAt = h.now.value;
+    await h.restartWorker({ stopped: true });
+    try {
+      h.now.value = new Date(openedAt.getTime() + 1000);
+      const closed = stripeEvent("charge.dispute.closed", { ...opened.data.object, status: "won" });
+      await deliver(h, program, closed);
+      // The payment is recorded a second later, and wakes the opening.
+      await wakeWaitersOf(h.sql, program.productId, [invoice.payment_intent], new Date(openedAt.getTime() + 2000));
+      // The worker claims a group's events in this order, one at a time.
+      const claimOrder = await h.sql<{ eventId: string }[]>`
+        select event_id from stripe_events
+        where product_id = ${program.productId} and type like 'charge.dispute.%'
+        order by next_attempt_at, id`;
+      expect(claimOrder.map((row) => row.eventId)).toEqual([opened.id, closed.id]);
+    } finally {
+      h.now.value = openedAt;
+      await h.restartWorker();
+    }
   });
 
   it("a dispute of a payment that earned nothing is ignored, saying why", async () => {

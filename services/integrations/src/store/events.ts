@@ -89,13 +89,16 @@ export async function lockPaymentIds(sql: Queryable, productId: string, paymentI
 
 /**
  * A payment was recorded (the caller holds lockPaymentIds): the refunds and disputes waiting for
- * it are due now. A waiter whose own recording is in flight (its row locked) is skipped: it
+ * it are due at once, in the order received. A waiter whose own recording is in flight (its row locked) is skipped: it
  * finds the payment itself once this commits (see `waitingRecorded`), and nothing waits for the
  * other's lock.
  */
 export async function wakeWaitersOf(sql: Queryable, productId: string, paymentIds: string[], now: Date): Promise<void> {
+  // Due again at their receipt, not at the wake: a group's events are claimed in next_attempt_at
+  // order, and an event of the same group received after a woken one (a dispute's closing after
+  // its opening) and not tried yet is due at its own receipt; the woken one goes first.
   await sql`
-    update stripe_events set next_attempt_at = ${now}
+    update stripe_events set next_attempt_at = least(received_at, ${now})
     where id = any(array(
       select id from stripe_events
       where product_id = ${productId} and outcome = 'waiting' and awaits_payment && ${paymentIds}::text[]
