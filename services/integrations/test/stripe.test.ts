@@ -638,13 +638,19 @@ describe("disputes", () => {
     expect(balances.map((b) => Number(b.amountCents))).toEqual([2000]);
   });
 
-  it("a dispute before its payment waits, and holds the commission once the payment arrives", async () => {
+  /** A dispute of a referred customer's invoice that has not arrived, received and tried once. */
+  async function disputeBeforeItsPayment() {
     const program = await connectedProgram(h);
     const customer = fixtures.customer(program.code, `${unique("c")}@example.com`);
     const invoice = { ...fixtures.invoice(customer, 5000), metadata: { referral_code: program.code } };
     const opened = stripeEvent("charge.dispute.created", fixtures.dispute(invoice, "needs_response"));
     await deliver(h, program, opened);
     await h.drain();
+    return { program, invoice, opened };
+  }
+
+  it("a dispute before its payment waits, and holds the commission once the payment arrives", async () => {
+    const { program, invoice, opened } = await disputeBeforeItsPayment();
     expect(await outcomeOf(program.productId, opened.id)).toEqual({
       outcome: "WAITING",
       detail: `Waiting for payment ${invoice.payment_intent}`,
@@ -658,12 +664,7 @@ describe("disputes", () => {
   });
 
   it("a dispute's opening woken by its payment goes before its closing, received later and not tried yet", async () => {
-    const program = await connectedProgram(h);
-    const customer = fixtures.customer(program.code, `${unique("c")}@example.com`);
-    const invoice = { ...fixtures.invoice(customer, 5000), metadata: { referral_code: program.code } };
-    const opened = stripeEvent("charge.dispute.created", fixtures.dispute(invoice, "needs_response"));
-    await deliver(h, program, opened);
-    await h.drain();
+    const { program, invoice, opened } = await disputeBeforeItsPayment();
     expect((await outcomeOf(program.productId, opened.id)).outcome).toBe("WAITING");
     const openedAt = h.now.value;
     await h.restartWorker({ stopped: true });
