@@ -167,10 +167,13 @@ export function startJobWorker<Row extends JobRow>(options: JobWorkerOptions<Row
         const now = clock();
         const until = new Date(now.getTime() + leaseMs);
         // Adopted rows may take a group past its cap by what the lost claim held: it counted them.
+        // Skipping what another transaction holds, as every claim does: see claimDue.
         const adopted = lost.length
           ? await tx<Row[]>`
             update ${tx(table)} set leased_until = ${until}, lease_token = ${token}
-            where lease_token = any(${lost}) and leased_until > ${now}
+            where id = any(array(
+              select id from ${tx(table)} where lease_token = any(${lost}) and leased_until > ${now}
+              for update skip locked))
             returning *`
           : [];
         const room = limit - adopted.length;
@@ -192,6 +195,11 @@ export function startJobWorker<Row extends JobRow>(options: JobWorkerOptions<Row
     // A group's cap counts leases held by every worker, so claims of this table take turns
     // (the lock lasts one short statement); the ranking then admits only what fits.
     await tx`select pg_advisory_xact_lock(hashtext(${`job-claim:${options.schema}.${table}`}))`;
+    // The chosen rows are locked as the claim without groups locks them: skipping any that another
+    // transaction holds, and only while still due once locked. Waiting instead deadlocked: the
+    // claim took several rows of one group in no set order while a delete of their parent (a
+    // webhook endpoint, whose foreign key cascades to its deliveries) held some and waited for
+    // the others (test/endpoint-races.test.ts in the notifier).
     const column = tx(group.column);
     return tx`
       with candidates as materialized (
@@ -205,12 +213,18 @@ export function startJobWorker<Row extends JobRow>(options: JobWorkerOptions<Row
       due as (
         select id, grp, next_attempt_at,
                row_number() over (partition by grp order by next_attempt_at, id) as rank
-        from candidates)
-      update ${tx(table)} set leased_until = ${until}, lease_token = ${token}
-      where id = any(array(
+        from candidates),
+      chosen as (
         select due.id from due join busy using (grp)
         where due.rank + busy.held <= ${group.maxInFlight}
-        order by due.next_attempt_at limit ${limit}))
+        order by due.next_attempt_at limit ${limit}),
+      locked as (
+        select id from ${tx(table)}
+        where id in (select id from chosen)
+          and next_attempt_at <= ${now} and (leased_until is null or leased_until <= ${now})
+        for update skip locked)
+      update ${tx(table)} set leased_until = ${until}, lease_token = ${token}
+      where id in (select id from locked)
       returning *`;
   };
 
