@@ -80,8 +80,11 @@ export interface FinishOptions {
   /**
    * Runs first in finish's transaction, before the job's row is locked: takes the locks that
    * other paths take before they lock the job's row. A parent whose delete cascades to its jobs
-   * (the notifier's endpoint and its deliveries) is locked first by that delete; a finish that
-   * also writes the parent must lock it first too, or the two wait on each other (deadlock).
+   * (the notifier's endpoint and its deliveries) is locked first by that delete; a finish must
+   * lock it first too, or the two wait on each other (deadlock). Even a finish that writes only
+   * its job's row: it updates that row twice (the record, then the lease's release), and Postgres
+   * checks the row's foreign keys on the second update (the row is then its own transaction's),
+   * taking the parent's key-share lock after the job's row.
    */
   lockFirst?(tx: TransactionSql): Promise<void>;
 }

@@ -107,14 +107,17 @@ async function attemptDelivery(deps: DeliverDeps, job: ClaimedJob<DeliveryJob>):
   };
   countAttempt(result.outcome);
   const succeeded = result.outcome === "2xx";
-  // What the finish writes beside its delivery decides whether it locks the endpoint first (the
-  // lock order, store/endpoints.ts): a failure writes the failing mark (and may disable it), a
-  // success ends a failing streak. A success of an endpoint that is not failing writes only its
-  // delivery and locks nothing else.
+  // The endpoint's row first, always (the lock order, store/endpoints.ts). What the finish writes
+  // beside its delivery decides how: a failure writes the failing mark (and may disable it), a
+  // success ends a failing streak, both FOR NO KEY UPDATE. A success of an endpoint that is not
+  // failing writes only its delivery, yet updates it twice (the record, then the lease's
+  // release), and Postgres checks the foreign key on the second: FOR KEY SHARE, which finishes
+  // of one endpoint share, taken here before the delivery's row rather than by that check after
+  // it (a delete of the endpoint met that order head-on: deadlock, and the delete's 500).
   let endsStreak = false;
   const lockFirst = async (tx: TransactionSql) => {
     endsStreak = succeeded && (await failingSinceOf(tx, endpoint.id)) !== null;
-    if (!succeeded || endsStreak) await lockEndpoint(tx, endpoint.id, "change");
+    await lockEndpoint(tx, endpoint.id, !succeeded || endsStreak ? "change" : "keep");
   };
   // Set by the recording below, for the log line: when the failed delivery is attempted again
   // (null: failed for good), and whether the endpoint was disabled. Declared wide (`as`): set in

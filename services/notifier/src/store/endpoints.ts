@@ -15,7 +15,9 @@ import type { DisabledReason, Endpoint } from "../domain/types.js";
  * - the worker's finish, when it writes the endpoint (a failed attempt: the failing mark, maybe
  *   the disable that fails its pending deliveries; a success while it is failing: the end of
  *   the streak): FOR NO KEY UPDATE in `lockFirst`, before the job's row. A plain success writes
- *   its delivery alone and locks no endpoint, so finishes of one endpoint stay concurrent;
+ *   its delivery alone, but twice (its record, then the lease's release), and Postgres checks the
+ *   foreign key on the second, taking FOR KEY SHARE on the endpoint after the delivery: so it
+ *   takes FOR KEY SHARE in `lockFirst`, and finishes of one endpoint stay concurrent;
  * - recover, the probe's re-enable (requeue failed deliveries) and an erasure (rewrites stored
  *   payloads of a product's endpoints, locked in id order): FOR NO KEY UPDATE, so they take turns
  *   with the worker's disable, which rewrites deliveries of the endpoint too;
