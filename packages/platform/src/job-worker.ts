@@ -199,10 +199,10 @@ export function startJobWorker<Row extends JobRow>(options: JobWorkerOptions<Row
     // (the lock lasts one short statement); the ranking then admits only what fits.
     await tx`select pg_advisory_xact_lock(hashtext(${`job-claim:${options.schema}.${table}`}))`;
     // The chosen rows are locked as the claim without groups locks them: skipping any that another
-    // transaction holds, and only while still due once locked. Waiting instead deadlocked: the
-    // claim took several rows of one group in no set order while a delete of their parent (a
-    // webhook endpoint, whose foreign key cascades to its deliveries) held some and waited for
-    // the others (test/endpoint-races.test.ts in the notifier).
+    // transaction holds, and only while still due once locked. Waiting, the claim would take
+    // several rows of one group in no set order, and a delete of their parent (a webhook
+    // endpoint, whose foreign key cascades to its deliveries) holding some and waiting for the
+    // others would deadlock with it.
     const column = tx(group.column);
     return tx`
       with candidates as materialized (
