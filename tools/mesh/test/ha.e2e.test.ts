@@ -243,7 +243,12 @@ async function judge(calls: Call[], faultAt: number): Promise<Switch> {
     await eventually(async () => {
       const answer = call.kind === "payment" ? await pay(call.externalId) : await refund(call.externalId);
       expect([200, 201]).toContain(answer.status);
-    }, 30_000);
+    }, 30_000).catch(async (error: unknown) => {
+      throw new Error(
+        `a ${call.kind} answered 504 (${call.externalId}) still has no outcome after 30 s of repeats: ${JSON.stringify(await openTransactions(call.externalId))}`,
+        { cause: error },
+      );
+    });
   }
 
   const payments = calls.filter((call) => call.kind === "payment");
@@ -280,6 +285,26 @@ async function judge(calls: Call[], faultAt: number): Promise<Switch> {
     }
   }
   return { servingAgainMs: servedAgain - faultAt, duringSwitch, errors, calls: calls.length };
+}
+
+/**
+ * The database's open transactions and what the mesh logged of a key, for a failure's message:
+ * a repeat that keeps answering 504 is waiting on something, most likely a transaction still open.
+ */
+async function openTransactions(key: string) {
+  const backends = await db`
+    select application_name, state, wait_event_type, wait_event, (now() - xact_start)::text as open_for,
+           left(query, 160) as query
+    from pg_stat_activity
+    where datname = current_database() and xact_start is not null and pid <> pg_backend_pid()
+    order by xact_start`;
+  return {
+    backends,
+    logs: mesh
+      .recentOutput()
+      .filter((line) => line.includes(key))
+      .slice(-10),
+  };
 }
 
 /** Where the events on their way to the receiver are, for a failure's message. */
