@@ -1,4 +1,5 @@
 export * from "./balanced-transport.js";
+export * from "./batches.js";
 export * from "./commission-terms.js";
 export * from "./config.js";
 export * from "./consumer.js";

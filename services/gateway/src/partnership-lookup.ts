@@ -1,3 +1,4 @@
+import { inBatches } from "@affiliate/platform";
 import { type Partnership, PartnershipStatus, type PartnersService } from "@affiliate/proto/partners";
 import type { Client } from "@connectrpc/connect";
 import { LRUCache } from "lru-cache";
@@ -55,12 +56,10 @@ export function partnershipLookup(
     async partnershipsByIds(productId, partnershipIds) {
       const unique = [...new Set(partnershipIds)];
       if (unique.length === 0) return new Map();
-      const batches: string[][] = [];
-      for (let start = 0; start < unique.length; start += batchGetLimit) {
-        batches.push(unique.slice(start, start + batchGetLimit));
-      }
       const answers = await Promise.all(
-        batches.map((partnershipIds) => partners.batchGetPartnerships({ productId, partnershipIds })),
+        inBatches(unique, batchGetLimit).map((partnershipIds) =>
+          partners.batchGetPartnerships({ productId, partnershipIds }),
+        ),
       );
       return new Map(answers.flatMap(({ partnerships }) => partnerships.map((p) => [p.id, p] as const)));
     },

@@ -1,3 +1,4 @@
+import { inBatches } from "@affiliate/platform";
 import { CommissionStatus, type LedgerService } from "@affiliate/proto/ledger";
 import type { PartnersService } from "@affiliate/proto/partners";
 import { type Payout, type PayoutLine, PayoutStatus, type PayoutsService } from "@affiliate/proto/payouts";
@@ -46,6 +47,9 @@ const tags: [string] = ["Affiliate API"];
 
 const scopeNote = "Only the token's own partnership: another partnership's id is 404, as a missing one.";
 
+/** BatchGetCommissions takes at most this many ids per call. */
+const batchGetCommissionsLimit = 100;
+
 const payoutLinesNote =
   "Each payout's lines (commissions, then adjustments: each clawback of a refunded commission that was already paid, with the refund's reason) sum exactly to its amount_cents.";
 
@@ -62,14 +66,16 @@ async function describePayouts(
   items: readonly { payout: Payout; lines: readonly PayoutLine[] | undefined }[],
 ) {
   const clawedBack = [...new Set(items.flatMap(({ lines }) => clawedBackCommissionIds(lines ?? [])))];
-  const reasons = new Map<string, string>();
-  const batches = Array.from({ length: Math.ceil(clawedBack.length / 100) }, (_, i) =>
-    clawedBack.slice(i * 100, (i + 1) * 100),
+  const answers = await Promise.all(
+    inBatches(clawedBack, batchGetCommissionsLimit).map((commissionIds) =>
+      ledger.batchGetCommissions({ productId, commissionIds }),
+    ),
   );
-  for (const commissionIds of batches) {
-    const { commissions } = await ledger.batchGetCommissions({ productId, commissionIds });
-    for (const [id, commission] of Object.entries(commissions))
+  const reasons = new Map<string, string>();
+  for (const { commissions } of answers) {
+    for (const [id, commission] of Object.entries(commissions)) {
       if (commission.reason) reasons.set(id, commission.reason);
+    }
   }
   return items.map(({ payout, lines }) =>
     toAffiliatePayout(payout, required(lines, `lines of payout ${payout.id}`, "payouts"), reasons),

@@ -1,4 +1,4 @@
-import { newId } from "@affiliate/platform";
+import { inBatches, newId } from "@affiliate/platform";
 import { claimUnappliedAdjustments, unappliedAdjustmentTotals } from "../store/adjustments.js";
 import { type Draft, insertDrafts } from "../store/payouts.js";
 import {
@@ -82,12 +82,6 @@ async function createPayouts(
   );
   const created = await finishClaimedDrafts(deps, drafts, claimed, minimumCents);
   return created.sort((a, b) => (a.partnershipId < b.partnershipId ? -1 : 1));
-}
-
-function inBatches<T>(items: T[], size: number): T[][] {
-  const batches: T[][] = [];
-  for (let start = 0; start < items.length; start += size) batches.push(items.slice(start, start + size));
-  return batches;
 }
 
 /** `work` over every item, at most `concurrency` at once; the results in the items' order. */
