@@ -5,6 +5,7 @@ import { RollupChanges } from "@affiliate/ledger/dist/domain/rollup-changes.js";
 import { addEventToRollups } from "@affiliate/ledger/dist/domain/track-batch.js";
 import type { CommissionStatus } from "@affiliate/ledger/dist/domain/types.js";
 import type { NewCommission } from "@affiliate/ledger/dist/store/commissions.js";
+import { foldActivityDeltas, foldPartnershipDeltas } from "@affiliate/ledger/dist/store/rollups.js";
 import type { EventRow } from "@affiliate/ledger/dist/store/tracking-events.js";
 import { newId, type Queryable } from "@affiliate/platform";
 import type { Sql } from "postgres";
@@ -113,8 +114,9 @@ const eventsPerTransaction = 500;
 
 /**
  * The rollup changes of seeded rows, gathered as the ledger gathers a transaction's (RollupChanges)
- * one transaction's worth of events at a time, and written with the ledger's own upserts: each
- * transaction's rows on one random shard, as a busy product's are.
+ * one transaction's worth of events at a time, written as the ledger writes them (deltas), then
+ * folded into the rollups as the ledger's compaction folds them: a long-lived ledger has folded
+ * its history, and keeps only the last fraction of a second's deltas.
  */
 class SeededRollups {
   private readonly done: RollupChanges[] = [];
@@ -145,6 +147,23 @@ class SeededRollups {
       }
     };
     await Promise.all(Array.from({ length: concurrency }, worker));
+    await foldSeededDeltas(sql);
+  }
+}
+
+/**
+ * Folds every rollup delta into the rollups with the ledger's own statements, under the ledger
+ * compaction's lock (waiting for it, if a running ledger is folding), a batch per transaction.
+ */
+async function foldSeededDeltas(sql: Sql): Promise<void> {
+  for (;;) {
+    const moved = await sql.begin(async (tx) => {
+      await tx`set local search_path = ledger`;
+      await tx`select pg_advisory_xact_lock(hashtext('ledger.rollup_compaction'))`;
+      const ledgerTx = tx as unknown as Queryable;
+      return (await foldActivityDeltas(ledgerTx, 5000)) + (await foldPartnershipDeltas(ledgerTx, 5000));
+    });
+    if (moved === 0) return;
   }
 }
 
@@ -365,7 +384,15 @@ export async function seedEvents(
   // After the events: each commission references its payment.
   await copyInto(sql, "ledger.commissions", commissionColumns, commissions);
   await rollups.write(sql);
-  for (const table of ["tracking_events", "commissions", "daily_rollups", "hourly_rollups", "partnership_rollups"]) {
+  for (const table of [
+    "tracking_events",
+    "commissions",
+    "daily_rollups",
+    "hourly_rollups",
+    "partnership_rollups",
+    "activity_deltas",
+    "partnership_deltas",
+  ]) {
     await sql.unsafe(`analyze ledger.${table}`);
   }
   return totals;
@@ -482,7 +509,7 @@ export async function rollupMismatches(
     select count(*)::int as count from
       (select day, sum(commissions_cents) as commissions, sum(conversions) as conversions,
               sum(revenue_cents) as revenue
-       from ledger.daily_rollups where product_id = ${productId} group by day) r
+       from ledger.daily_figures where product_id = ${productId} group by day) r
       full join (select (payment_occurred_at at time zone 'UTC')::date as day, sum(amount_cents) as commissions
                  from ledger.commissions where product_id = ${productId} and status <> 'rejected' group by 1) c
         using (day)
@@ -500,7 +527,7 @@ export async function rollupMismatches(
               sum(pending_count) as pending_count, sum(pending_amount_cents) as pending_cents,
               sum(approved_count) as approved_count, sum(approved_amount_cents) as approved_cents,
               sum(paid_count) as paid_count, sum(paid_amount_cents) as paid_cents
-       from ledger.partnership_rollups where product_id = ${productId} group by partnership_id) r
+       from ledger.partnership_figures where product_id = ${productId} group by partnership_id) r
       full join (select partnership_id,
                         count(*) filter (where status = 'pending') as pending_count,
                         coalesce(sum(amount_cents) filter (where status = 'pending'), 0) as pending_cents,
@@ -524,11 +551,11 @@ export async function rollupMismatches(
     select count(*)::int as count from
       (select day, sum(clicks) as clicks, sum(signups) as signups, sum(conversions) as conversions,
               sum(revenue_cents) as revenue, sum(commissions_cents) as commissions
-       from ledger.daily_rollups where product_id = ${productId} group by day) d
+       from ledger.daily_figures where product_id = ${productId} group by day) d
       full join (select (hour at time zone 'UTC')::date as day, sum(clicks) as clicks, sum(signups) as signups,
                         sum(conversions) as conversions, sum(revenue_cents) as revenue,
                         sum(commissions_cents) as commissions
-                 from ledger.hourly_rollups where product_id = ${productId} group by 1) h using (day)
+                 from ledger.hourly_figures where product_id = ${productId} group by 1) h using (day)
     where (d.clicks, d.signups, d.conversions, d.revenue, d.commissions)
           is distinct from (h.clicks, h.signups, h.conversions, h.revenue, h.commissions)`;
   return { daily: daily?.count ?? 0, partnerships: partnerships?.count ?? 0, hourly: hourly?.count ?? 0 };

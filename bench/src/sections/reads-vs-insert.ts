@@ -1,6 +1,4 @@
 import { loadavg } from "node:os";
-import { compactDailyRollups, compactHourlyRollups } from "@affiliate/ledger/dist/domain/compact-rollups.js";
-import { createSql } from "@affiliate/platform";
 import { compareWithInsertReference } from "../lib/child-server.js";
 import { type BenchContext, gatewayHasRoute } from "../lib/context.js";
 import { ratio } from "../lib/latency.js";
@@ -41,7 +39,7 @@ const names: Record<ReadCase, string> = {
  * the ledger's figures for its 50 partnerships) and the 12-month summary (the ledger's window
  * sums, partners' active count), over one product with `BENCH_READ_PARTNERSHIPS` partnerships
  * and `BENCH_READ_EVENTS` events spread over them and the last 12 months, rollups as the ledger
- * keeps them (shards of old days folded). Same connections for every case.
+ * keeps them (deltas folded). Same connections for every case.
  */
 export async function readsVsInsert(ctx: BenchContext): Promise<ReadsVsInsertResult> {
   const { config, gateway, mesh, sql } = ctx;
@@ -59,13 +57,6 @@ export async function readsVsInsert(ctx: BenchContext): Promise<ReadsVsInsertRes
   const totals = await seedEvents(sql, product.productId, partnerships, config.readEvents, {
     today: config.eventsToday,
   });
-  const ledgerSql = createSql(ctx.databaseUrl, { schema: "ledger", applicationName: "bench-compaction", max: 1 });
-  try {
-    await compactDailyRollups(ledgerSql, new Date());
-    await compactHourlyRollups(ledgerSql, new Date());
-  } finally {
-    await ledgerSql.end();
-  }
   // As F does: a long-lived database has had its bulk-load leftovers vacuumed and checkpointed.
   for (const table of ["tracking_events", "commissions", "daily_rollups", "hourly_rollups", "partnership_rollups"]) {
     await sql.unsafe(`vacuum (analyze) ledger.${table}`);

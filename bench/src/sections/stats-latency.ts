@@ -1,5 +1,3 @@
-import { compactDailyRollups, compactHourlyRollups } from "@affiliate/ledger/dist/domain/compact-rollups.js";
-import { createSql } from "@affiliate/platform";
 import { type BenchContext, gatewayHasRoute } from "../lib/context.js";
 import { interleavedLatencies, meteredRequests } from "../lib/http.js";
 import { type LatencySummary, ratio, summarize } from "../lib/latency.js";
@@ -101,7 +99,8 @@ async function measureBoth(ctx: BenchContext, large: Seeded, small: Seeded): Pro
 
 /**
  * F. Stats must cost the same whatever the number of events (contract 16): whole days come from
- * daily_rollups, the partial days at a window's (hour-aligned) edges from hourly_rollups, never
+ * the daily figures, the partial days at a window's (hour-aligned) edges from the hourly ones
+ * (rollups and the deltas not yet folded), never
  * from the events. A product with a year of events and many of them today should answer as fast
  * as one with 1,000. Both are seeded in bulk by the ledger's own functions, rollups included.
  */
@@ -122,18 +121,6 @@ export async function statsLatency(ctx: BenchContext): Promise<StatsLatencyResul
   // The small product's events keep the large one's proportion of today's.
   const smallToday = Math.round((config.smallEvents * config.eventsToday) / (config.events + config.eventsToday));
   const smallSeeded = await seedProduct(ctx, "small", config.smallEvents - smallToday, smallToday);
-  // The ledger folds old days' and hours' rollup shards into one row each every hour; a
-  // long-lived database has had that done for all but the last two days.
-  const ledgerSql = createSql(ctx.databaseUrl, { schema: "ledger", applicationName: "bench-compaction", max: 1 });
-  try {
-    const days = await compactDailyRollups(ledgerSql, new Date());
-    const hours = await compactHourlyRollups(ledgerSql, new Date());
-    console.log(
-      `  folded the rollup shards of ${fmt(days)} product-days and ${fmt(hours.folded)} product-hours, as the ledger's hourly job does`,
-    );
-  } finally {
-    await ledgerSql.end();
-  }
   // A bulk load leaves work behind (hint bits, visibility map, dirty buffers) that autovacuum and
   // the checkpointer would do during the measurement; a long-lived database has done it already.
   for (const table of ["tracking_events", "commissions", "daily_rollups", "hourly_rollups"]) {

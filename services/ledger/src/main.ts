@@ -14,7 +14,7 @@ import { PartnersService } from "@affiliate/proto/partners";
 import { createClient } from "@connectrpc/connect";
 import { loadLedgerConfig } from "./config.js";
 import { approveDueCommissions } from "./domain/approve-due-commissions.js";
-import { compactDailyRollups, compactHourlyRollups } from "./domain/compact-rollups.js";
+import { deleteUnreachableHours, foldRollupDeltas } from "./domain/compact-rollups.js";
 import { purgeExpiredKeys } from "./domain/idempotency.js";
 import { followPartnersEvents } from "./events/partners-follower.js";
 import { consumePayoutEvents } from "./events/payout-events.js";
@@ -48,13 +48,23 @@ const stopSweep = startPeriodicJob(logger, "hold sweep", config.HOLD_SWEEP_INTER
   if (approved > 0) logger.info({ approved }, "hold sweep approved commissions");
 });
 
-// Hourly: old days' and hours' rollup shards folded into one row each, so long stats windows read
-// few rows, and hours no window reaches deleted, so the hourly rollups stay bounded.
+// Writers insert rollup deltas (no hot rows); this folds them into the rollups, so readers, who sum
+// both, find few deltas to read. One replica at a time (the others find the lock held and skip).
+const stopFolding = startPeriodicJob(logger, "rollup delta fold", config.ROLLUP_FOLD_INTERVAL_MS, () =>
+  foldRollupDeltas(sql),
+);
+
+// The delta tables lose every row within a fold or two: vacuumed often, their dead rows never pile
+// up in front of the folds and reads, even where autovacuum is off (autovacuum also vacuums them,
+// with the thresholds migration 0010 gives them).
+const stopDeltaVacuum = startPeriodicJob(logger, "rollup delta vacuum", 10_000, () =>
+  sql.unsafe("vacuum activity_deltas, partnership_deltas"),
+);
+
+// Hourly: hours no stats window reaches deleted, so the hourly rollups stay bounded.
 const stopCompaction = startPeriodicJob(logger, "rollup compaction", 60 * 60 * 1000, async () => {
-  const days = await compactDailyRollups(sql, new Date());
-  if (days > 0) logger.info({ days }, "daily rollup shards folded");
-  const hours = await compactHourlyRollups(sql, new Date());
-  if (hours.folded + hours.deleted > 0) logger.info(hours, "hourly rollup shards folded, unreachable hours deleted");
+  const deleted = await deleteUnreachableHours(sql, new Date());
+  if (deleted > 0) logger.info({ deleted }, "unreachable hourly rollups deleted");
 });
 
 // Hourly: expired idempotency keys (older than 30 days) go, so a key can be used again.
@@ -77,6 +87,8 @@ await serve({
     ["hold sweep", stopSweep],
     ["idempotency key purge", stopKeyPurge],
     ["rollup compaction", stopCompaction],
+    ["rollup delta fold", stopFolding],
+    ["rollup delta vacuum", stopDeltaVacuum],
     ["payout events", () => Promise.all(payoutEvents.map((consumer) => consumer.stop()))],
     ["partners events", () => following.stop()],
   ],

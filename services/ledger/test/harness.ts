@@ -1,5 +1,13 @@
 import * as partnersServer from "@affiliate/partners/server";
-import { createLogger, createSql, errorMapping, migrate, PageTokens, type Sql } from "@affiliate/platform";
+import {
+  createLogger,
+  createSql,
+  errorMapping,
+  migrate,
+  PageTokens,
+  type Sql,
+  serverDeadline,
+} from "@affiliate/platform";
 import { ErasureOwnerService } from "@affiliate/proto/erasure";
 import { EventType, LedgerService, type TrackRequestSchema } from "@affiliate/proto/ledger";
 import { PartnersAdminService, PartnersService, type UpdateProgramRequestSchema } from "@affiliate/proto/partners";
@@ -24,7 +32,8 @@ export interface Harness {
   close(): Promise<void>;
 }
 
-const errors = { router: { interceptors: [errorMapping(createLogger("ledger-test", "silent"))] } };
+// A call made with a timeout is served within it, as the ledger process serves it (lock_timeout included).
+const errors = { router: { interceptors: [serverDeadline, errorMapping(createLogger("ledger-test", "silent"))] } };
 
 /**
  * The ledger over an in-memory transport on a fresh database, with the real partners service
@@ -104,8 +113,8 @@ const trackRequest = ({ occurredAt, ...rest }: TrackInit) => ({
 });
 
 /** Tracks an event, with occurredAt as a Date. */
-export function track(h: Harness, request: TrackInit) {
-  return h.ledger.track(trackRequest(request));
+export function track(h: Harness, request: TrackInit, options?: { timeoutMs?: number }) {
+  return h.ledger.track(trackRequest(request), options);
 }
 
 /** Tracks events in one TrackBatch call, with occurredAt as a Date. */

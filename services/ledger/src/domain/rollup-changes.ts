@@ -1,13 +1,11 @@
-import { randomInt } from "node:crypto";
 import type { Queryable } from "@affiliate/platform";
 import {
-  addToDailyRollup,
-  addToHourlyRollup,
-  addToPartnershipActivityRollup,
-  addToPartnershipRollup,
+  type ActivityDelta,
+  insertActivityDeltas,
+  insertPartnershipDeltas,
   type MetricsDelta,
   type PartnershipDelta,
-  shardCount,
+  type PartnershipFiguresDelta,
 } from "../store/rollups.js";
 
 const zeroActivity: Required<MetricsDelta> = {
@@ -37,63 +35,28 @@ function addInto<T extends Record<string, number>>(target: T, delta: Partial<T>)
 
 const isZero = (delta: Record<string, number>) => Object.values(delta).every((value) => value === 0);
 
-/** A product's (or one partnership's) activity figures in one rollup row (of a day or of an hour). */
-interface ActivityEntry {
-  productId: string;
-  delta: Required<MetricsDelta>;
-}
-
-type PartnershipActivityEntry = ActivityEntry & { partnershipId: string; period: "day" | "hour"; at: string };
-
-function addToEntry<Entry extends ActivityEntry>(
-  entries: Map<string, Entry>,
-  key: string,
-  fresh: () => Entry,
-  delta: MetricsDelta,
-): void {
-  const entry = entries.get(key) ?? fresh();
-  addInto(entry.delta, delta);
-  entries.set(key, entry);
-}
-
 /**
- * The rollup changes of one transaction, gathered in memory and written once, just before commit:
- * one upsert per row, rows in a fixed order (product days, product hours, partnership days and
- * hours, then partnerships' all-time rows by id), all on one shard
- * picked for the transaction. Concurrent transactions therefore take rollup row locks in the same
- * order and cannot deadlock, and a payment touches its day's row once instead of three times.
+ * The rollup changes of one transaction, gathered in memory and written once, just before commit,
+ * as deltas: one row per product, partnership and UTC hour it touched, and one per partnership
+ * whose all-time figures it changed. Two plain inserts: no row that a concurrent writer also
+ * needs, so writers of one busy product (or one busy affiliate) never queue on each other. The
+ * compaction folds the deltas into the rollups later; readers sum both (migration 0010).
  */
 export class RollupChanges {
-  private readonly daily = new Map<string, ActivityEntry & { day: string }>();
-  private readonly hourly = new Map<string, ActivityEntry & { hour: string }>();
-  private readonly partnershipActivity = new Map<string, PartnershipActivityEntry>();
-  private readonly partnerships = new Map<
-    string,
-    { productId: string; partnershipId: string; delta: Required<PartnershipDelta> }
-  >();
+  private readonly activity = new Map<string, ActivityDelta>();
+  private readonly partnerships = new Map<string, PartnershipFiguresDelta>();
 
   /**
-   * Adds to the product's figures of the UTC day of `at` and of its UTC hour, and, for activity
-   * attributed to a partnership, to that partnership's: the rollups always change together, so
-   * each stays equal to the events and commissions it summarises.
+   * Adds to the product's figures of the UTC hour of `at` (and so of its day), and, for activity
+   * attributed to a partnership, to that partnership's: one delta serves all four rollups, so
+   * they stay equal to the events and commissions they summarise.
    */
   addActivity(productId: string, at: Date, delta: MetricsDelta, partnershipId: string | null = null): void {
-    const day = at.toISOString().slice(0, 10);
     const hour = `${at.toISOString().slice(0, 13)}:00:00.000Z`;
-    addToEntry(this.daily, `${productId}|${day}`, () => ({ productId, day, delta: { ...zeroActivity } }), delta);
-    addToEntry(this.hourly, `${productId}|${hour}`, () => ({ productId, hour, delta: { ...zeroActivity } }), delta);
-    if (partnershipId === null) return;
-    for (const [period, start] of [
-      ["day", day],
-      ["hour", hour],
-    ] as const) {
-      addToEntry(
-        this.partnershipActivity,
-        `${period}|${partnershipId}|${start}`,
-        () => ({ productId, partnershipId, period, at: start, delta: { ...zeroActivity } }),
-        delta,
-      );
-    }
+    const key = `${productId}|${partnershipId ?? ""}|${hour}`;
+    const entry = this.activity.get(key) ?? { productId, partnershipId, hour, delta: { ...zeroActivity } };
+    addInto(entry.delta, delta);
+    this.activity.set(key, entry);
   }
 
   addPartnership(productId: string, partnershipId: string, delta: PartnershipDelta): void {
@@ -104,34 +67,13 @@ export class RollupChanges {
 
   /**
    * Writes every non-zero change; call once, inside the transaction, after its other writes. The
-   * upserts are issued together (postgres.js pipelines them on the connection in issue order,
-   * which keeps the lock order above) and cost one round trip.
+   * two inserts are issued together (postgres.js pipelines them) and cost one round trip.
    */
   async flush(tx: Queryable): Promise<void> {
-    const shard = randomInt(shardCount);
-    const writes: Promise<void>[] = [];
-    for (const key of [...this.daily.keys()].sort()) {
-      const entry = this.daily.get(key);
-      if (entry && !isZero(entry.delta)) writes.push(addToDailyRollup(tx, { ...entry, shard }, entry.delta));
-    }
-    for (const key of [...this.hourly.keys()].sort()) {
-      const entry = this.hourly.get(key);
-      if (entry && !isZero(entry.delta)) writes.push(addToHourlyRollup(tx, { ...entry, shard }, entry.delta));
-    }
-    for (const key of [...this.partnershipActivity.keys()].sort()) {
-      const entry = this.partnershipActivity.get(key);
-      if (entry && !isZero(entry.delta)) {
-        writes.push(addToPartnershipActivityRollup(tx, { ...entry, shard }, entry.delta));
-      }
-    }
-    for (const partnershipId of [...this.partnerships.keys()].sort()) {
-      const entry = this.partnerships.get(partnershipId);
-      if (entry && !isZero(entry.delta)) writes.push(addToPartnershipRollup(tx, { ...entry, shard }, entry.delta));
-    }
-    this.daily.clear();
-    this.hourly.clear();
-    this.partnershipActivity.clear();
+    const activity = [...this.activity.values()].filter((entry) => !isZero(entry.delta));
+    const partnerships = [...this.partnerships.values()].filter((entry) => !isZero(entry.delta));
+    this.activity.clear();
     this.partnerships.clear();
-    await Promise.all(writes);
+    await Promise.all([insertActivityDeltas(tx, activity), insertPartnershipDeltas(tx, partnerships)]);
   }
 }

@@ -19,8 +19,8 @@ const startOfUtcHour = (at: Date) => new Date(Math.floor(at.getTime() / hourMs) 
 
 /**
  * The parts of the window [from, to), both whole UTC hours: whole UTC days from the daily
- * rollups, the partial days at both edges from the hourly rollups. Cost: a row per shard of each
- * day and of at most two days' hours, whatever the number of events.
+ * figures, the partial days at both edges from the hourly figures. Cost: a rollup row per day and
+ * per hour of at most two days, plus the deltas not yet folded, whatever the number of events.
  */
 export function windowParts(window: number, from: Date, to: Date): WindowPart[] {
   const firstWholeDay =

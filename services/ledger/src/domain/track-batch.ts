@@ -61,8 +61,8 @@ interface Pending {
  * is validated and attributed before anything is written. Then all the live events, the
  * customers' payment counters, their commissions (decideCommissions: level 1 for an active
  * partnership within its limits, level 2 for its active sponsor), the rollup changes and the
- * commission.created events are written in one transaction with one statement each (one upsert
- * per rollup row the batch touches); sandbox events are one insert into their own table and only
+ * commission.created events are written in one transaction with one statement each (the rollup
+ * changes as two inserts of deltas, no row lock shared with other writers); sandbox events are one insert into their own table and only
  * say what they would have earned against the live history, counting toward nothing.
  *
  * Replays: a payment whose external_id is already recorded answers the original (200) without
@@ -333,8 +333,8 @@ type Planned = {
  * payments are replays), then the payment counters of the events inserted (numbering each
  * customer's payments, rows locked in key order), then their commissions as decideCommissions
  * gives them, then the outbox rows and the rollups, issued together (postgres.js pipelines them
- * in issue order). Rollup rows are the hot ones, so they come last: their locks are held from
- * this round trip to COMMIT.
+ * in issue order). The rollup changes are inserted deltas (rollup-changes.ts), so no writer of
+ * the same product waits on this transaction's rollups.
  */
 async function writeLive(tx: TransactionSql, now: Date, planned: Planned[]): Promise<Map<number, TrackResult>> {
   const inserted = await insertEventsUnlessReplay(

@@ -3,7 +3,8 @@ import { windowReachDays } from "../domain/stats.js";
 
 /**
  * Every row that breaks one of the ledger's invariants, named by the check it fails: the queries
- * of the README, and the rollups equal to the events and commissions they summarise (activity
+ * of the README, and the figures (rollups with their unfolded deltas, migration 0010) equal to the
+ * events and commissions they summarise (activity
  * per product-day, per product-hour within a window's reach, per partnership-day and -hour, figures
  * per partnership). With
  * both, the hourly rows of a day also add up to its daily rows. Empty on a healthy database. Tests and the bench
@@ -31,14 +32,14 @@ export async function invariantViolations(sql: Queryable): Promise<{ check: stri
                                     / (2 * e.amount_cents))`,
     "daily commissions differ from the commissions": sql`
       select r.product_id, r.day from
-        (select product_id, day, sum(commissions_cents) as total from daily_rollups group by 1, 2) r
+        (select product_id, day, sum(commissions_cents) as total from daily_figures group by 1, 2) r
         left join (select product_id, (payment_occurred_at at time zone 'UTC')::date as day, sum(amount_cents) as total
                    from commissions where status <> 'rejected' group by 1, 2) c using (product_id, day)
       where r.total <> coalesce(c.total, 0)`,
     "daily activity differs from the events": sql`
       select product_id, day from
         (select product_id, day, sum(clicks) as clicks, sum(signups) as signups, sum(conversions) as conversions,
-                sum(revenue_cents) as revenue from daily_rollups group by 1, 2) r
+                sum(revenue_cents) as revenue from daily_figures group by 1, 2) r
         full join (select product_id, (occurred_at at time zone 'UTC')::date as day,
                           count(*) filter (where event_type = 'click') as clicks,
                           count(*) filter (where event_type = 'signup') as signups,
@@ -51,7 +52,7 @@ export async function invariantViolations(sql: Queryable): Promise<{ check: stri
     "hourly commissions differ from the commissions": sql`
       with reach (since) as (select ((now() at time zone 'UTC')::date - ${windowReachDays}::int)::timestamp at time zone 'UTC')
       select product_id, hour from
-        (select product_id, hour, sum(commissions_cents) as total from hourly_rollups, reach
+        (select product_id, hour, sum(commissions_cents) as total from hourly_figures, reach
          where hour >= reach.since group by 1, 2) r
         full join (select product_id, date_trunc('hour', payment_occurred_at at time zone 'UTC') at time zone 'UTC' as hour,
                           sum(amount_cents) as total
@@ -62,7 +63,7 @@ export async function invariantViolations(sql: Queryable): Promise<{ check: stri
       with reach (since) as (select ((now() at time zone 'UTC')::date - ${windowReachDays}::int)::timestamp at time zone 'UTC')
       select product_id, hour from
         (select product_id, hour, sum(clicks) as clicks, sum(signups) as signups, sum(conversions) as conversions,
-                sum(revenue_cents) as revenue from hourly_rollups, reach where hour >= reach.since group by 1, 2) r
+                sum(revenue_cents) as revenue from hourly_figures, reach where hour >= reach.since group by 1, 2) r
         full join (select product_id, date_trunc('hour', occurred_at at time zone 'UTC') at time zone 'UTC' as hour,
                           count(*) filter (where event_type = 'click') as clicks,
                           count(*) filter (where event_type = 'signup') as signups,
@@ -96,11 +97,11 @@ export async function invariantViolations(sql: Queryable): Promise<{ check: stri
         select partnership_id, 'day' as period, day::timestamp at time zone 'UTC' as start, sum(clicks) as clicks,
                sum(signups) as signups, sum(conversions) as conversions, sum(revenue_cents) as revenue,
                sum(commissions_cents) as commissions
-        from partnership_daily_rollups group by 1, 2, 3
+        from partnership_daily_figures group by 1, 2, 3
         union all
         select partnership_id, 'hour', hour, sum(clicks), sum(signups), sum(conversions), sum(revenue_cents),
                sum(commissions_cents)
-        from partnership_hourly_rollups, reach where hour >= reach.since group by 1, 2, 3
+        from partnership_hourly_figures, reach where hour >= reach.since group by 1, 2, 3
       )
       select partnership_id, period, start from rolled r full join expected e using (partnership_id, period, start)
       where (coalesce(r.clicks, 0), coalesce(r.signups, 0), coalesce(r.conversions, 0), coalesce(r.revenue, 0),
@@ -112,7 +113,7 @@ export async function invariantViolations(sql: Queryable): Promise<{ check: stri
         (select partnership_id, sum(clicks) as clicks, sum(conversions) as conversions,
                 sum(pending_count) as pending_count, sum(pending_amount_cents) as pending,
                 sum(approved_count) as approved_count, sum(approved_amount_cents) as approved
-         from partnership_rollups group by 1) r
+         from partnership_figures group by 1) r
         full join (select partnership_id, count(*) filter (where event_type = 'click') as clicks,
                           count(*) filter (where event_type = 'payment') as conversions
                    from tracking_events where partnership_id is not null group by 1) e using (partnership_id)
