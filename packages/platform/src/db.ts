@@ -92,7 +92,11 @@ const processApplicationName = (service: string) => `${service} ${hostname()}:${
  * A transaction that meets a conflict Postgres resolves by aborting one side (a deadlock, a
  * serialization failure) or a server that turned read-only under it (a failover) is run again
  * from the start, while the deadline leaves time for it (see retryConflicts): `work` must keep
- * its effects inside the transaction, as it must anyway for a rollback to undo them.
+ * its effects inside the transaction, as it must anyway for a rollback to undo them. A statement
+ * sent on the pool outside any transaction (its own transaction) is sent again the same way
+ * (resendingRefusedStatements). The connection that was refused as read-only is closed rather
+ * than pooled again (patches/postgres+3.4.9.patch), so the retry connects afresh and reaches
+ * the primary of the moment.
  */
 export function createSql(url: string, options: SqlOptions): Sql {
   const sql = postgres(url, {
@@ -108,7 +112,7 @@ export function createSql(url: string, options: SqlOptions): Sql {
       debug: (_connection: number, text: string, parameters: unknown[]) => options.onStatement?.(text, parameters),
     }),
   }) as unknown as Sql;
-  return instrumentSql(boundByDeadlines(sql));
+  return instrumentSql(resendingRefusedStatements(boundByDeadlines(sql)));
 }
 
 /**
@@ -163,17 +167,97 @@ async function retryConflicts<T>(deadline: Deadline | undefined, attempt: () => 
     try {
       return await attempt();
     } catch (error) {
-      const code = error instanceof postgres.PostgresError ? error.code : "";
-      if (!conflictCodes.has(code)) throw error;
-      conflicts.inc({ code });
-      const pauseMs = Math.random() * Math.min(10 * 2 ** tries, 500);
-      if (giveUpAt.remainingMs() - commitReserveMs <= pauseMs) {
-        if (deadline) throw DomainError.deadlineExceeded();
-        throw error;
-      }
-      await sleep(pauseMs);
+      await sleep(pauseBeforeRetry(error, tries, deadline, giveUpAt));
     }
   }
+}
+
+/**
+ * How long to pause before running again what failed with `error` on its `tries`-th attempt;
+ * throws what the caller should hear instead when it is no conflict, or when no time is left.
+ */
+function pauseBeforeRetry(error: unknown, tries: number, deadline: Deadline | undefined, giveUpAt: Deadline): number {
+  if (!isRetryableConflict(error)) throw error;
+  conflicts.inc({ code: error.code });
+  const pauseMs = Math.random() * Math.min(10 * 2 ** tries, 500);
+  if (giveUpAt.remainingMs() - commitReserveMs <= pauseMs) {
+    if (deadline) throw DomainError.deadlineExceeded();
+    throw error;
+  }
+  return pauseMs;
+}
+
+/**
+ * Whether `error` is one of the conflicts after which the same work, run again, is expected to
+ * succeed (conflictCodes). When one still reaches an RPC's answer (retries exhausted outside a
+ * deadline), the caller hears UNAVAILABLE: nothing was applied.
+ */
+export function isRetryableConflict(error: unknown): error is postgres.PostgresError {
+  return error instanceof postgres.PostgresError && conflictCodes.has(error.code);
+}
+
+/** The parts of a postgres.js query (query.js) the resending below reads and replaces. */
+interface PendingQuery extends Promise<unknown> {
+  resolve(value: unknown): void;
+  reject(error: unknown): void;
+  options: Record<string, unknown>;
+  isRaw?: unknown;
+  onlyDescribe?: unknown;
+  cursorFn?: unknown;
+  forEachFn?: unknown;
+}
+
+function isTemplate(value: unknown): value is TemplateStringsArray {
+  return Array.isArray(value) && Array.isArray((value as unknown as TemplateStringsArray).raw);
+}
+
+/**
+ * A statement sent on the pool runs in a transaction of its own, so when Postgres refuses it with
+ * a conflict code nothing of it was applied: it is sent again, as a transaction would be run
+ * again (retryConflicts), and its caller sees only the answer of the attempt that succeeded. The
+ * idempotency keys' reservation, for one, is such a statement: refused as read-only during a
+ * failover, it answered 500 (issue 34). Cursors and row-by-row reads are left alone: part of
+ * their rows may have reached the caller.
+ */
+function resendingRefusedStatements(sql: Sql): Sql {
+  return new Proxy(sql, {
+    apply(target, thisArg, args: unknown[]) {
+      const query = Reflect.apply(target, thisArg, args) as PendingQuery;
+      if (!isTemplate(args[0]) || typeof query?.reject !== "function") return query;
+      const send = () => Reflect.apply(target, thisArg, args) as PendingQuery;
+      resendOnConflict(query, send);
+      return query;
+    },
+  });
+}
+
+function resendOnConflict(first: PendingQuery, send: () => PendingQuery): void {
+  const deadline = currentDeadline();
+  const giveUpAt = deadline ?? Deadline.in(conflictRetryBudgetMs);
+  const resolve = first.resolve;
+  const reject = first.reject;
+  let tries = 0;
+  const watch = (query: PendingQuery) => {
+    query.reject = (error: unknown) => {
+      if (first.cursorFn || first.forEachFn) return reject(error);
+      let pauseMs: number;
+      try {
+        pauseMs = pauseBeforeRetry(error, ++tries, deadline, giveUpAt);
+      } catch (answer) {
+        return reject(answer);
+      }
+      setTimeout(() => {
+        const again = send();
+        Object.assign(again.options, first.options);
+        again.isRaw = first.isRaw;
+        again.onlyDescribe = first.onlyDescribe;
+        watch(again);
+        // then() sends it; its failures arrive through the reject replaced above.
+        again.then(resolve, () => undefined);
+      }, pauseMs);
+    };
+  };
+  watch(first);
 }
 
 async function beginWithin(

@@ -8,7 +8,7 @@ import { create } from "@bufbuild/protobuf";
 import { Code, ConnectError, type ConnectRouter, type Interceptor, type ServiceImpl } from "@connectrpc/connect";
 import { connectNodeAdapter } from "@connectrpc/connect-node";
 import type { NatsConnection } from "nats";
-import { isConnectionError, reachesWritablePrimary, type Sql } from "./db.js";
+import { isConnectionError, isRetryableConflict, reachesWritablePrimary, type Sql } from "./db.js";
 import { commitReserveMs, Deadline, withDeadline } from "./deadline.js";
 import { DomainError, toConnectError } from "./errors.js";
 import type { Logger } from "./logger.js";
@@ -29,7 +29,7 @@ export function databaseAndBrokerReady(sql: Sql, nats: NatsConnection): Readines
 
 /**
  * Turns what a handler throws into what the caller should see: DomainErrors keep their meaning,
- * a lost database connection is UNAVAILABLE (the caller may retry), anything else is logged with
+ * a lost database connection or a conflict (a read-only server) is UNAVAILABLE (the caller may retry), anything else is logged with
  * its cause and answered as a generic INTERNAL error that leaks nothing.
  */
 export function errorMapping(logger: Logger): Interceptor {
@@ -39,7 +39,8 @@ export function errorMapping(logger: Logger): Interceptor {
     } catch (error) {
       if (error instanceof DomainError) throw toConnectError(error);
       if (error instanceof ConnectError) throw error;
-      if (isConnectionError(error)) {
+      // A conflict still there after the platform's retries (db.ts) applied nothing either.
+      if (isConnectionError(error) || isRetryableConflict(error)) {
         logger.warn({ err: error, method: req.method.name }, "dependency unavailable");
         throw new ConnectError("A dependency of the service is unavailable", Code.Unavailable);
       }

@@ -2,6 +2,8 @@ import {
   createTestDatabase,
   createTestNamespace,
   parseMetrics,
+  refuseWrites,
+  settlePool,
   type TestDatabase,
   type TestNamespace,
 } from "@affiliate/testing";
@@ -140,6 +142,77 @@ describe("the transaction helper under contention", () => {
       .catch((error: unknown) => error);
     expect((failure as { code?: string }).code).toBe("23505");
     expect(attempts).toBe(1);
+  });
+});
+
+/** Resolves once `count` returns more than `than`, polling (the refusal to wait for has happened). */
+async function countedPast(code: string, than: number): Promise<void> {
+  const giveUpAt = Date.now() + 10_000;
+  while ((await conflictsCounted(code)) <= than) {
+    if (Date.now() > giveUpAt) throw new Error(`no ${code} counted within 10 s`);
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+}
+
+describe("a server that refuses writes, as an old primary turned standby does (issue 34)", () => {
+  it("sends a statement made outside a transaction again on a new connection: applied once the primary is back", async () => {
+    const refusal = await refuseWrites(database.url);
+    try {
+      await settlePool(sql, 10);
+      const before = await conflictsCounted("25006");
+      const update = withDeadline(
+        Deadline.in(15_000),
+        async () => await sql`update balances set cents = cents + 1 where id = 'a' returning cents`,
+      );
+      await countedPast("25006", before);
+      await refusal.restore();
+      // Every pooled session is still read-only: only the refused ones being closed lets it through.
+      expect((await update).map((row) => row.cents)).toEqual([1001]);
+    } finally {
+      await refusal.restore();
+    }
+    expect(await balances()).toEqual({ a: 1001, b: 1000 });
+  });
+
+  it("runs a transaction again on a new connection: applied once the primary is back", async () => {
+    const refusal = await refuseWrites(database.url);
+    let attempts = 0;
+    try {
+      await settlePool(sql, 10);
+      const before = await conflictsCounted("25006");
+      const transfer = withDeadline(Deadline.in(15_000), () =>
+        sql.begin(async (tx) => {
+          attempts += 1;
+          await tx`update balances set cents = cents - 100 where id = 'a'`;
+          await tx`update balances set cents = cents + 100 where id = 'b'`;
+        }),
+      );
+      await countedPast("25006", before);
+      await refusal.restore();
+      await transfer;
+    } finally {
+      await refusal.restore();
+    }
+    expect(attempts).toBeGreaterThan(1);
+    expect(await balances()).toEqual({ a: 900, b: 1100 });
+  });
+
+  it("answers a statement refused until its deadline with deadline exceeded (a 503): nothing applied", async () => {
+    const readOnly = createSql(`${database.url}?default_transaction_read_only=on`, {
+      schema: "public",
+      applicationName: "conflicts-test-read-only",
+    });
+    try {
+      const failure = await withDeadline(
+        Deadline.in(1500),
+        async () => await readOnly`update balances set cents = 0 where id = 'a'`,
+      ).catch((error: unknown) => error);
+      expect(failure).toBeInstanceOf(DomainError);
+      expect((failure as DomainError).kind).toBe("deadline_exceeded");
+    } finally {
+      await readOnly.end();
+    }
+    expect(await balances()).toEqual({ a: 1000, b: 1000 });
   });
 });
 

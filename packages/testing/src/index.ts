@@ -7,3 +7,4 @@ export * from "./locks.js";
 export * from "./metrics.js";
 export * from "./nats.js";
 export * from "./processes.js";
+export * from "./read-only.js";

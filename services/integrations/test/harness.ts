@@ -44,6 +44,8 @@ const errors = { router: { interceptors: [errorMapping(logger)] } };
 
 export interface Harness {
   sql: Sql;
+  /** The test's own database (for refuseWrites). */
+  databaseUrl: string;
   ledgerSql: Sql;
   integrations: Client<typeof IntegrationsService>;
   /** The service's ErasureOwnerService, as privacy calls it. */
@@ -92,6 +94,7 @@ export async function startHarness(): Promise<Harness> {
   let worker: JobWorker | undefined;
   const harness: Harness = {
     sql,
+    databaseUrl: database.url,
     ledgerSql,
     ledger,
     partners,

@@ -20,6 +20,10 @@ import { migrationsDirectory, routes, schema } from "../src/server.js";
 
 export interface Harness {
   sql: Sql;
+  /** The partners service's pool (its schema in the same database). */
+  partnersSql: Sql;
+  /** The test's own database (for refuseWrites). */
+  databaseUrl: string;
   /** Where the pool's statements go while recordStatements runs. */
   recorder: { current: SentStatement[] | null };
   ledger: Client<typeof LedgerService>;
@@ -66,6 +70,8 @@ export async function startHarness(): Promise<Harness> {
   );
   return {
     sql,
+    partnersSql,
+    databaseUrl: database.url,
     recorder,
     ledger: createClient(LedgerService, ledgerTransport),
     erasure: createClient(ErasureOwnerService, ledgerTransport),

@@ -212,6 +212,8 @@ export class TestClock {
 
 export interface Harness {
   sql: Sql;
+  /** The test's own database (for refuseWrites). */
+  databaseUrl: string;
   nats: NatsConnection;
   namespace: string;
   notifier: Client<typeof NotifierService>;
@@ -303,6 +305,7 @@ export async function startHarness(
   const js = nats.jetstream();
   return {
     sql,
+    databaseUrl: database.url,
     nats,
     namespace: ns.namespace,
     notifier: createClient(NotifierService, transport),

@@ -235,6 +235,8 @@ export class FakePartners {
 
 export interface Harness {
   sql: Sql;
+  /** The test's own database (for refuseWrites). */
+  databaseUrl: string;
   payouts: Client<typeof PayoutsService>;
   ledger: FakeLedger;
   partners: FakePartners;
@@ -271,6 +273,7 @@ export async function startHarness(): Promise<Harness> {
   );
   return {
     sql,
+    databaseUrl: database.url,
     payouts: createClient(PayoutsService, transport),
     ledger,
     partners,

@@ -63,6 +63,8 @@ export class NotifierStandIn {
 export interface Harness {
   /** The privacy schema's pool. */
   sql: Sql;
+  /** The test's own database (for refuseWrites). */
+  databaseUrl: string;
   ledgerSql: Sql;
   partnersSql: Sql;
   privacy: Client<typeof PrivacyService>;
@@ -111,6 +113,7 @@ export async function startHarness(options: { leaseMs?: number } = {}): Promise<
   const privacyTransport = createRouterTransport(routes({ ...deps, logger }), errors);
   return {
     sql,
+    databaseUrl: database.url,
     ledgerSql,
     partnersSql,
     privacy: createClient(PrivacyService, privacyTransport),
