@@ -11,7 +11,7 @@ export interface Infrastructure {
 }
 
 /** Whether a Docker engine answers on its socket within half a second. */
-async function dockerAnswers(): Promise<boolean> {
+export async function dockerAnswers(): Promise<boolean> {
   const socketPath = process.env.DOCKER_HOST?.startsWith("unix://")
     ? process.env.DOCKER_HOST.slice("unix://".length)
     : "/var/run/docker.sock";

@@ -5,18 +5,20 @@
  *
  * Configuration: DATABASE_URL, NATS_URL, HOST, PORT (contract section 1); <SERVICE>_RPC_PORT
  * (e.g. PARTNERS_RPC_PORT) moves an internal service, <SERVICE>_METRICS_PORT its metrics; anything
- * else in the environment reaches every service.
+ * else in the environment reaches every service. With DATABASE_URL or NATS_URL unset and nothing
+ * answering on its default address, the launcher starts that server itself (@affiliate/local-servers):
+ * LOCAL_POSTGRES_PORT and LOCAL_NATS_PORT move those defaults, LOCAL_SERVERS_DIR their data.
  */
+import { join } from "node:path";
+import { ensureLocalServers, type LocalServers, LocalServersError } from "@affiliate/local-servers";
 import { assertNodeRuntime } from "@affiliate/runtime";
 import { MeshError, startMesh } from "./mesh.js";
-import { metricsPortVariable, portVariable, services } from "./services.js";
+import { metricsPortVariable, portVariable, repositoryRoot, services } from "./services.js";
 
 assertNodeRuntime("npm start");
 
 const env = process.env;
 const options = {
-  databaseUrl: env.DATABASE_URL ?? "postgres://postgres@127.0.0.1:5432/postgres",
-  natsUrl: env.NATS_URL ?? "nats://127.0.0.1:4222",
   host: env.HOST ?? "127.0.0.1",
   port: Number(env.PORT ?? 8080),
   servicePorts: Object.fromEntries(
@@ -35,7 +37,21 @@ const options = {
 
 // Handlers first: a signal during start-up must stop what has started, not orphan it.
 const startup = new AbortController();
-const starting = startMesh({ ...options, output: "inherit", signal: startup.signal });
+let local: LocalServers | undefined;
+const starting = (async () => {
+  local = await ensureLocalServers({
+    databaseUrl: env.DATABASE_URL,
+    natsUrl: env.NATS_URL,
+    directory: env.LOCAL_SERVERS_DIR ?? join(repositoryRoot, ".local-servers"),
+    postgresPort: Number(env.LOCAL_POSTGRES_PORT ?? 5432),
+    natsPort: Number(env.LOCAL_NATS_PORT ?? 4222),
+    natsServerBinary: env.NATS_SERVER_BIN,
+    log: (line) => process.stderr.write(`${line}\n`),
+  });
+  if (startup.signal.aborted) throw new MeshError("start-up interrupted");
+  const { databaseUrl, natsUrl } = local;
+  return startMesh({ ...options, databaseUrl, natsUrl, output: "inherit", signal: startup.signal });
+})();
 let stopping = false;
 const shutdown = async (signal: string) => {
   // A Ctrl-C under `npm start` arrives twice (from the terminal, and forwarded by npm), and a
@@ -46,6 +62,8 @@ const shutdown = async (signal: string) => {
   startup.abort();
   // An interrupted start-up stops its own services before it rejects.
   await starting.then((mesh) => mesh.stop()).catch(() => undefined);
+  // Postgres and NATS last: the services drained against them.
+  await local?.stop();
   process.stderr.write("mesh stopped\n");
   process.exit(0);
 };
@@ -60,9 +78,9 @@ try {
 } catch (error) {
   // An interrupted start-up is reported by the signal handler, which exits.
   if (!startup.signal.aborted) {
-    process.stderr.write(
-      `${error instanceof MeshError ? error.message : `failed to start the mesh: ${String(error)}`}\n`,
-    );
+    const known = error instanceof MeshError || error instanceof LocalServersError;
+    process.stderr.write(`${known ? error.message : `failed to start the mesh: ${String(error)}`}\n`);
+    await local?.stop();
     process.exit(1);
   }
 }
