@@ -7,6 +7,7 @@ import { DomainError } from "./errors.js";
 import { stringifyExact } from "./exact-json.js";
 import { metricsRegistry } from "./metrics.js";
 import { instrumentSql } from "./sql-tracing.js";
+import { withWakeups } from "./wakeups.js";
 
 export type Sql = postgres.Sql<Record<string, never>>;
 export type TransactionSql = postgres.TransactionSql<Record<string, never>>;
@@ -112,7 +113,7 @@ export function createSql(url: string, options: SqlOptions): Sql {
       debug: (_connection: number, text: string, parameters: unknown[]) => options.onStatement?.(text, parameters),
     }),
   }) as unknown as Sql;
-  return instrumentSql(resendingRefusedStatements(boundByDeadlines(sql)));
+  return instrumentSql(resendingRefusedStatements(boundByDeadlines(sql, options.schema)));
 }
 
 /**
@@ -126,13 +127,20 @@ const reconnectDelaySeconds = () => 0.1 + Math.random() * 0.4;
 
 type Begin = (options: string, work: (tx: TransactionSql) => unknown) => Promise<unknown>;
 
-function boundByDeadlines(sql: Sql): Sql {
+/**
+ * The pool's `begin`, bounded by the deadline of the call being served (see createSql), run
+ * again on conflicts, and waking the workers of the tables a committed attempt gave work to
+ * (wakeups.ts: no NOTIFY, so commits are not serialised).
+ */
+function boundByDeadlines(sql: Sql, schema: string): Sql {
   const begin = sql.begin.bind(sql) as unknown as Begin;
   const bounded = (...args: unknown[]) => {
     const work = args.at(-1) as (tx: TransactionSql) => unknown;
     const mode = args.length > 1 ? (args[0] as string) : "";
     const deadline = currentDeadline();
-    return retryConflicts(deadline, () => (deadline ? beginWithin(begin, deadline, mode, work) : begin(mode, work)));
+    return retryConflicts(deadline, () =>
+      withWakeups(schema, () => (deadline ? beginWithin(begin, deadline, mode, work) : begin(mode, work))),
+    );
   };
   return Object.assign(sql, { begin: bounded as unknown as Sql["begin"] });
 }

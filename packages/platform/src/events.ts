@@ -16,6 +16,7 @@ import {
 import type { Queryable } from "./db.js";
 import type { Logger } from "./logger.js";
 import { currentTraceHeaders } from "./tracing.js";
+import { wakeAfterCommit } from "./wakeups.js";
 
 /** Where a service's events live: one stream per owning service, subjects `<service>.>`. */
 export interface EventStreamName {
@@ -137,13 +138,13 @@ export async function enqueueEvent<Desc extends DescMessage>(
     insert into outbox (id, subject, payload, headers)
     values (${id}, ${event.subject}, ${Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength)},
             ${tx.json(currentTraceHeaders())})`;
+  wakeAfterCommit("outbox");
 }
 
 /**
  * Writes many events of one type into the outbox of `tx` with one statement, as enqueueEvent
  * writes one: for a use case that changes many records at once (a payout generation's batch).
- * Their `seq` follows the order given. The outbox trigger notifies per statement, so the relay
- * is woken once for all of them.
+ * Their `seq` follows the order given. The relay is woken once for all of them, after the commit.
  */
 export async function enqueueEvents<Desc extends DescMessage>(
   tx: Queryable,
@@ -170,6 +171,7 @@ export async function enqueueEvents<Desc extends DescMessage>(
     from unnest(${ids}::text[], ${payloads}::text[], ${headers}::text[])
       with ordinality as item(id, payload, headers, position)
     order by item.position`;
+  wakeAfterCommit("outbox");
 }
 
 export { AckPolicy, DeliverPolicy, type JetStreamClient, type JsMsg, type NatsConnection };

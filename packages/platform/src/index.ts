@@ -30,3 +30,4 @@ export * from "./service-process.js";
 export * from "./shutdown.js";
 export * from "./text.js";
 export * from "./tracing.js";
+export * from "./wakeups.js";

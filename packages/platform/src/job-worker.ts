@@ -6,6 +6,7 @@ import { Deadline, withDeadline } from "./deadline.js";
 import { DomainError } from "./errors.js";
 import type { Logger } from "./logger.js";
 import { metricsRegistry, sampleOnScrape } from "./metrics.js";
+import { onWake } from "./wakeups.js";
 
 const registers = [metricsRegistry];
 const due = new Gauge({
@@ -91,7 +92,10 @@ export interface FinishOptions {
 
 export interface JobWorkerOptions<Row extends JobRow> {
   sql: Sql;
-  /** The service's schema: notifications come on `<schema>_<table>` (trigger `job_notify`). */
+  /**
+   * The service's schema: this process's commits that give the table work wake the worker
+   * (`wakeAfterCommit(table)`, wakeups.ts), and a NOTIFY on `<schema>_<table>` does too.
+   */
   schema: string;
   table: string;
   logger: Logger;
@@ -123,7 +127,9 @@ export interface JobWorker {
  * SMTP send), and records the outcome fenced by the lease token. A worker killed at any moment
  * loses nothing (the row is still due and its lease runs out) and never runs a job twice at
  * once (a second claim needs the first lease to have ended, and the run is aborted before it
- * does). Woken by NOTIFY on insert, so a new job starts at once instead of at the next poll.
+ * does). Woken after the commit of a job its process inserts or makes due (wakeups.ts, no
+ * NOTIFY: notifying commits are serialised), so a new job starts at once instead of at the next
+ * poll; jobs another replica commits wait at most a poll.
  *
  * A lost database connection (a failover) strands nothing until its lease ends: a claim whose
  * answer was lost is adopted by the worker's next claim (its lease token is known here), and an
@@ -296,7 +302,7 @@ export function startJobWorker<Row extends JobRow>(options: JobWorkerOptions<Row
     }
     return rows.length;
   };
-  // One claim at a time per worker: the loop (woken by NOTIFY) and drain() take turns, so a
+  // One claim at a time per worker: the loop (woken after commits) and drain() take turns, so a
   // drain never misses a job the loop is claiming at that moment.
   let filling: Promise<unknown> = Promise.resolve();
   const fill = (): Promise<number> => {
@@ -331,6 +337,7 @@ export function startJobWorker<Row extends JobRow>(options: JobWorkerOptions<Row
     oldestDue.set({ table }, Math.max(0, row?.oldestSeconds ?? 0));
   });
 
+  const stopWaking = onWake(options.schema, table, onNotify);
   const listening = sql.listen(`${options.schema}_${table}`, onNotify).catch((error: unknown) => {
     logger.warn({ err: error, table }, "job worker could not LISTEN; falling back to polling");
     return undefined;
@@ -366,6 +373,7 @@ export function startJobWorker<Row extends JobRow>(options: JobWorkerOptions<Row
     async stop() {
       stopped = true;
       stopSampling();
+      stopWaking();
       onNotify();
       await loop;
       await Promise.allSettled(inFlight);

@@ -5,16 +5,20 @@ import { wireSubject } from "./events.js";
 import type { Logger } from "./logger.js";
 import { metricsRegistry, sampleOnScrape } from "./metrics.js";
 import { withPublishSpan } from "./tracing.js";
+import { onWake } from "./wakeups.js";
 
 export interface OutboxRelayOptions {
   sql: Sql;
   /** The connection it publishes on (to JetStream, acknowledged on an inbox of its own). */
   nats: NatsConnection;
-  /** The service's schema; its outbox trigger notifies on `<schema>_outbox`. */
+  /**
+   * The service's schema: this process's commits that write its outbox wake the relay
+   * (wakeups.ts), and a NOTIFY on `<schema>_outbox` (by hand, or a tool) does too.
+   */
   schema: string;
   namespace: string;
   logger: Logger;
-  /** Poll interval when no notification arrives (a missed NOTIFY costs at most this). */
+  /** Poll interval when no wake-up comes (work another replica committed waits at most this). */
   pollMs?: number;
   batchSize?: number;
   /** How long a batch waits for the stream's acknowledgements before it is retried (default 5 s). */
@@ -148,8 +152,8 @@ export function startOutboxRelay(options: OutboxRelayOptions): OutboxRelay {
   const publisher = jetStreamPublisher(options.nats);
   let stopped = false;
   let wake: (() => void) | undefined;
-  // Set by a NOTIFY; a notification that arrives during a flush makes the next sleep return
-  // at once instead of being lost.
+  // Set by a wake-up; one that arrives during a flush makes the next sleep return at once
+  // instead of being lost.
   let notified = false;
   let failures = 0;
   const stopObserving = observeOutbox(sql, schema);
@@ -221,6 +225,7 @@ export function startOutboxRelay(options: OutboxRelayOptions): OutboxRelay {
     wake?.();
   };
 
+  const stopWaking = onWake(schema, "outbox", onNotify);
   const listening = sql.listen(`${schema}_outbox`, onNotify).catch((error: unknown) => {
     logger.warn({ err: error }, "outbox relay could not LISTEN; falling back to polling");
     return undefined;
@@ -248,6 +253,7 @@ export function startOutboxRelay(options: OutboxRelayOptions): OutboxRelay {
     async stop() {
       stopped = true;
       stopObserving();
+      stopWaking();
       onNotify();
       await loop;
       await (await listening)?.unlisten();

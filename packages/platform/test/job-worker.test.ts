@@ -4,6 +4,7 @@ import { createSql, type Sql } from "../src/db.js";
 import { type JobRow, startJobWorker } from "../src/job-worker.js";
 import { collectMetrics } from "../src/metrics.js";
 import { migrate } from "../src/migrate.js";
+import { wakeAfterCommit } from "../src/wakeups.js";
 import { eventually, migrationsDirectory, silentLogger } from "./helpers.js";
 
 interface Task extends JobRow {
@@ -23,7 +24,10 @@ beforeAll(async () => {
       create table tasks (id text primary key, grp text not null, done boolean not null default false,
         next_attempt_at timestamptz, leased_until timestamptz, lease_token text);
       create trigger tasks_due after insert or update of next_attempt_at on tasks
-        for each statement execute function job_notify();`,
+        for each statement execute function job_notify();
+      -- As the services' job tables are since issue 28: no trigger, woken after the commit.
+      create table quiet_tasks (id text primary key, next_attempt_at timestamptz, leased_until timestamptz,
+        lease_token text);`,
   });
   await migrate(sql, schema, dir.path);
   await dir.remove();
@@ -78,6 +82,41 @@ describe("startJobWorker", () => {
     await worker.stop();
     expect(most).toBe(3);
     expect([...runs.values()]).toEqual(Array(10).fill(1));
+  });
+
+  it("is woken after the commit of a transaction that made a job due, with no NOTIFY", async () => {
+    const ran: string[] = [];
+    const worker = startJobWorker<JobRow>({
+      sql,
+      schema,
+      table: "quiet_tasks",
+      logger: silentLogger,
+      // A minute between polls: a job that runs within the wait below was woken by the commit.
+      pollMs: 60_000,
+      async run(job) {
+        ran.push(job.row.id);
+        await job.finish(async (tx) => {
+          await tx`update quiet_tasks set next_attempt_at = null where id = ${job.row.id}`;
+        });
+      },
+    });
+    try {
+      // The worker's first pass finds nothing; after it, the worker sleeps.
+      await eventually("the first pass over", async () => {
+        const rows = await sql`
+          select 1 from pg_stat_activity
+          where datname = current_database() and query ilike ${`listen%${schema}_quiet_tasks%`}`;
+        return rows.length > 0;
+      });
+      await sql.begin(async (tx) => {
+        await tx`insert into quiet_tasks (id, next_attempt_at) values ('woken', now())`;
+        wakeAfterCommit("quiet_tasks");
+      });
+      await eventually("the job run", () => ran.includes("woken"), { timeoutMs: 20_000 });
+      expect(ran).toEqual(["woken"]);
+    } finally {
+      await worker.stop();
+    }
   });
 
   it("a claim whose lease ran out records nothing; the next claim runs the job", async () => {

@@ -13,6 +13,7 @@ const platformFiles = [
   "platform/0002_applied_events_by_age.sql",
   "platform/0003_job_notify.sql",
   "platform/0004_erasure_counts.sql",
+  "platform/0011_wake_without_notify.sql",
 ];
 
 let database: TestDatabase;

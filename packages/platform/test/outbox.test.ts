@@ -1,7 +1,7 @@
 import type { DomainEvent } from "@affiliate/proto/events";
 import { ProductKeysRotatedSchema } from "@affiliate/proto/partners";
 import { createTestDatabase, createTestNamespace, type TestDatabase, type TestNamespace } from "@affiliate/testing";
-import { create, fromBinary } from "@bufbuild/protobuf";
+import { create, fromBinary, toBinary } from "@bufbuild/protobuf";
 import { timestampNow } from "@bufbuild/protobuf/wkt";
 import { context, propagation, trace } from "@opentelemetry/api";
 import { NodeSDK } from "@opentelemetry/sdk-node";
@@ -146,11 +146,24 @@ describe("outbox relay", () => {
     expect(await messageIds()).toEqual(ids);
   });
 
-  it("wakes on NOTIFY instead of waiting for its next poll", async () => {
+  it("wakes after a commit that wrote the outbox instead of waiting for its next poll (no NOTIFY sent)", async () => {
     const first = await enqueue();
-    // A minute between polls: an event that arrives within the wait below came by NOTIFY.
+    // A minute between polls: an event that arrives within the wait below came by the wake-up.
     relay({ pollMs: 60_000 });
     // The relay's first pass publishes `first`; after it, the relay sleeps.
+    await eventually("the first event published", async () => (await outboxIds()).length === 0);
+
+    const second = await enqueue();
+
+    await eventually("the second event published", async () => (await messageIds()).includes(second.id), {
+      timeoutMs: 20_000,
+    });
+    expect(await messageIds()).toEqual([first.id, second.id]);
+  });
+
+  it("still wakes on a NOTIFY sent by hand, for rows written outside the process", async () => {
+    const first = await enqueue();
+    relay({ pollMs: 60_000 });
     await eventually("the first event published", async () => (await outboxIds()).length === 0);
     await eventually("the relay listening", async () => {
       const rows = await sql`
@@ -158,8 +171,12 @@ describe("outbox relay", () => {
         where datname = current_database() and query ilike ${`listen%${schema}_outbox%`}`;
       return rows.length > 0;
     });
-
-    const second = await enqueue();
+    // As another process would write it: a row, then a NOTIFY, and no wake-up in this process.
+    const second = keysRotated();
+    await sql`
+      insert into outbox (id, subject, payload)
+      values (${second.id}, ${subject}, ${Buffer.from(toBinary(ProductKeysRotatedSchema, second))})`;
+    await sql`select pg_notify(${`${schema}_outbox`}, '')`;
 
     await eventually("the second event published", async () => (await messageIds()).includes(second.id), {
       timeoutMs: 20_000,
@@ -171,12 +188,6 @@ describe("outbox relay", () => {
     const first = await enqueue();
     relay({ pollMs: 60_000 });
     await eventually("the first event published", async () => (await outboxIds()).length === 0);
-    await eventually("the relay listening", async () => {
-      const rows = await sql`
-        select 1 from pg_stat_activity
-        where datname = current_database() and query ilike ${`listen%${schema}_outbox%`}`;
-      return rows.length > 0;
-    });
 
     const batch = Array.from({ length: 5 }, (_, i) => keysRotated(`prd_batch_${i}`));
     await sql.begin(async (tx) => {
@@ -184,7 +195,8 @@ describe("outbox relay", () => {
       await enqueueEvents(tx, keysRotatedEvent, []);
     });
 
-    // Published by NOTIFY (a minute between polls), in the order given, each as it was written.
+    // Published on the wake-up after the commit (a minute between polls), in the order given,
+    // each as it was written.
     await eventually("the batch published", async () => (await messageIds()).length === 6, { timeoutMs: 20_000 });
     expect(await messageIds()).toEqual([first.id, ...batch.map((event) => event.id)]);
     const published = (await streamMessages()).slice(1);

@@ -1,4 +1,4 @@
-import type { JobRow, Queryable } from "@affiliate/platform";
+import { type JobRow, type Queryable, wakeAfterCommit } from "@affiliate/platform";
 import type { EventOutcome, ReceivedEvent, StoredEvent } from "../domain/types.js";
 
 /** A stored event as the apply worker claims it. */
@@ -32,6 +32,7 @@ export async function insertEvent(
             ${event.createdAt}, ${event.now}, ${event.payload}::text::jsonb, 'waiting', 'Received; not applied yet',
             ${event.applyGroup}, ${event.now})
     on conflict (product_id, event_id) do nothing`;
+  if (inserted.count > 0) wakeAfterCommit("stripe_events");
   return inserted.count > 0;
 }
 
@@ -103,6 +104,7 @@ export async function wakeWaitersOf(sql: Queryable, productId: string, paymentId
       select id from stripe_events
       where product_id = ${productId} and outcome = 'waiting' and awaits_payment && ${paymentIds}::text[]
       for update skip locked))`;
+  wakeAfterCommit("stripe_events");
 }
 
 export async function eventOf(sql: Queryable, productId: string, eventId: string): Promise<StoredEvent | undefined> {
@@ -122,6 +124,7 @@ export async function scheduleRetry(
     update stripe_events set outcome = 'waiting', detail = 'Retry requested; not applied yet', next_attempt_at = ${now}
     where product_id = ${productId} and event_id = ${eventId} and outcome = 'failed'
     returning attempts`;
+  if (row) wakeAfterCommit("stripe_events");
   return row?.attempts;
 }
 

@@ -1,4 +1,4 @@
-import { emailInJson, erasedMarker, literalPattern, type Queryable } from "@affiliate/platform";
+import { emailInJson, erasedMarker, literalPattern, type Queryable, wakeAfterCommit } from "@affiliate/platform";
 import type { Attempt, Delivery, WebhookBody } from "../domain/types.js";
 
 // The payload is read as text: the pool's camelCase transform would otherwise rename its keys.
@@ -54,6 +54,7 @@ export async function insertDeliveries(sql: Queryable, rows: NewDelivery[]): Pro
       })),
     )}
     on conflict (endpoint_id, event_id) do nothing`;
+  wakeAfterCommit("deliveries");
 }
 
 export async function findDelivery(
@@ -106,6 +107,7 @@ export async function recordAttempt(
 /** Due now, whatever the status: the retry endpoint. */
 export async function requeueDelivery(sql: Queryable, id: string, at: Date): Promise<void> {
   await sql`update deliveries set status = 'pending', next_attempt_at = ${at} where id = ${id}`;
+  wakeAfterCommit("deliveries");
 }
 
 /** Every failed delivery of the endpoint created in [since, until) is due again; answers how many. */
@@ -120,6 +122,7 @@ export async function requeueFailed(
     update deliveries set status = 'pending', next_attempt_at = ${at}
     where endpoint_id = ${endpointId} and status = 'failed' and created_at >= ${since} and created_at < ${until}
     returning id`;
+  if (rows.length > 0) wakeAfterCommit("deliveries");
   return rows.length;
 }
 
@@ -164,5 +167,6 @@ export async function eraseCustomerPayloads(sql: Queryable, productId: string, e
     where product_id = ${productId}
       and (payload -> 'data' ->> 'customer_email' = ${email} or strpos(lower(payload::text), ${emailInJson(email)}) > 0)
     returning id`;
+  if (rows.length > 0) wakeAfterCommit("deliveries");
   return rows.length;
 }

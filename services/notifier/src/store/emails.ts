@@ -1,4 +1,4 @@
-import { erasedMarker, literalPattern, type Queryable } from "@affiliate/platform";
+import { erasedMarker, literalPattern, type Queryable, wakeAfterCommit } from "@affiliate/platform";
 import type { EmailDraft } from "../domain/types.js";
 
 export interface EmailJob {
@@ -39,6 +39,7 @@ export async function insertEmails(
       })),
     )}
     on conflict (event_id, template, recipient) do nothing`;
+  wakeAfterCommit("emails");
 }
 
 export async function recordEmailOutcome(
