@@ -1,4 +1,4 @@
-import { uuidv7 } from "uuidv7";
+import { randomFillSync } from "node:crypto";
 
 /** Type prefixes of public ids (contract section 11). */
 export type IdPrefix =
@@ -23,11 +23,74 @@ export type IdPrefix =
   | "sev";
 
 /**
- * A new opaque id: the type prefix and a UUIDv7 without dashes. UUIDv7 starts with the creation
- * time in milliseconds, so ids of one type sort by creation time; lists can page on the id alone.
+ * A new opaque id: the type prefix and a UUIDv7 (RFC 9562) without dashes. UUIDv7 starts with the
+ * creation time in milliseconds, so ids of one type sort by creation time; lists can page on the
+ * id alone. Within a millisecond a 42-bit counter (seeded at random each millisecond) follows the
+ * time, so the ids one process makes always increase, as the uuidv7 package's did.
  */
 export function newId(prefix: IdPrefix): string {
-  return `${prefix}_${uuidv7().replaceAll("-", "")}`;
+  return `${prefix}_${nextUuidV7Hex()}`;
+}
+
+/**
+ * Random bytes drawn 4 KiB at a time: one system call per ~500 ids instead of one per id (the
+ * uuidv7 package's getRandomValues per id was 3% of the ledger's CPU under load).
+ */
+const randomPool = Buffer.alloc(4096);
+let randomOffset = randomPool.length;
+function randomUint32(): number {
+  if (randomOffset + 4 > randomPool.length) {
+    randomFillSync(randomPool);
+    randomOffset = 0;
+  }
+  const value = randomPool.readUInt32BE(randomOffset);
+  randomOffset += 4;
+  return value;
+}
+
+const hexOfByte = Array.from({ length: 256 }, (_, byte) => byte.toString(16).padStart(2, "0"));
+const counterSpan = 2 ** 42;
+let lastMs = 0;
+let counter = 0;
+
+function nextUuidV7Hex(): string {
+  const now = Date.now();
+  if (now > lastMs) {
+    lastMs = now;
+    // 41 random bits: the top bit clear leaves room to count up within the millisecond.
+    counter = (randomUint32() >>> 20) * 2 ** 30 + (randomUint32() >>> 2);
+  } else {
+    // The same millisecond, or a clock that stepped back: count on from the last id.
+    counter += 1;
+    if (counter >= counterSpan) {
+      lastMs += 1;
+      counter = 0;
+    }
+  }
+  const counterHigh = Math.floor(counter / 2 ** 30); // 12 bits: rand_a
+  const counterLow = counter % 2 ** 30; // 30 bits: the start of rand_b
+  const tail = randomUint32();
+  const bytes = [
+    Math.floor(lastMs / 2 ** 40) & 0xff,
+    Math.floor(lastMs / 2 ** 32) & 0xff,
+    (lastMs >>> 24) & 0xff,
+    (lastMs >>> 16) & 0xff,
+    (lastMs >>> 8) & 0xff,
+    lastMs & 0xff,
+    0x70 | (counterHigh >>> 8),
+    counterHigh & 0xff,
+    0x80 | (counterLow >>> 24),
+    (counterLow >>> 16) & 0xff,
+    (counterLow >>> 8) & 0xff,
+    counterLow & 0xff,
+    tail >>> 24,
+    (tail >>> 16) & 0xff,
+    (tail >>> 8) & 0xff,
+    tail & 0xff,
+  ];
+  let hex = "";
+  for (const byte of bytes) hex += hexOfByte[byte];
+  return hex;
 }
 
 /** Whether `value` looks like an id of this type; a cheap check before a lookup. */

@@ -219,6 +219,21 @@ describe("ids", () => {
     }
     expect([...ids].sort()).toEqual(ids);
   });
+
+  it("made by one process always increase, within a millisecond too, and carry their time and RFC 9562 variant", () => {
+    const before = Date.now();
+    // Enough to draw the random pool several times over and to make many in one millisecond.
+    const ids = Array.from({ length: 5000 }, () => newId("evt").slice(4));
+    const after = Date.now();
+    for (let i = 1; i < ids.length; i++) expect((ids[i] ?? "") > (ids[i - 1] ?? ""), String(i)).toBe(true);
+    for (const hex of [ids[0] ?? "", ids.at(-1) ?? ""]) {
+      const ms = Number.parseInt(hex.slice(0, 12), 16);
+      expect(ms).toBeGreaterThanOrEqual(before);
+      expect(ms).toBeLessThanOrEqual(after + 1);
+      expect(hex[12]).toBe("7");
+      expect(["8", "9", "a", "b"]).toContain(hex[16]);
+    }
+  });
 });
 
 describe("loadConfig", () => {
