@@ -14,6 +14,7 @@ import { loadConfig, type SectionName } from "./lib/config.js";
 import { type BenchContext, databaseProbe, processSet, productFactory } from "./lib/context.js";
 import { HttpClient } from "./lib/http.js";
 import { freePort } from "./lib/ports.js";
+import { type Provenance, readProvenance } from "./lib/provenance.js";
 import { SmtpSink } from "./lib/smtp-sink.js";
 import { authenticatedRead } from "./sections/authenticated-read.js";
 import { bulkRegistration } from "./sections/bulk-registration.js";
@@ -36,6 +37,7 @@ const unlimited = "100000000";
 const config = loadConfig();
 const results: Record<string, unknown> = {};
 const startedAt = new Date();
+let provenance: Provenance | undefined;
 
 /**
  * With BENCH_CPU_PROF_DIR set, every service writes a V8 CPU profile of its whole life there
@@ -98,6 +100,13 @@ async function main(): Promise<void> {
   );
   const database = await createTestDatabase();
   teardownSteps.push(() => database.drop());
+  const probe = postgres(database.url, { max: 1, onnotice: () => {} });
+  try {
+    provenance = await readProvenance(probe);
+  } finally {
+    await probe.end({ timeout: 5 });
+  }
+  console.log(`bench: ${provenance.label}`);
   const namespace = createTestNamespace();
   teardownSteps.push(() => namespace.cleanup());
 
@@ -194,6 +203,7 @@ await writeFile(
       startedAt: startedAt.toISOString(),
       finishedAt: new Date().toISOString(),
       node: process.version,
+      provenance,
       config: { ...config, sections: [...config.sections] },
       sections: results,
     },
@@ -202,5 +212,7 @@ await writeFile(
   )}\n`,
 );
 console.log(`\nfigures written to ${resultsFile}`);
+// Again at the end, beside the last table: the figures above are this tree's and this server's.
+if (provenance) console.log(`figures of: ${provenance.label}`);
 // Idle HTTP/2 sessions of the admin client would keep the process alive for minutes.
 process.exit(exitCode);
