@@ -91,13 +91,21 @@ describe("transactions under a deadline (createSql)", () => {
   it("answer deadline_exceeded by the deadline even while still waiting for a connection, and never commit", async () => {
     const single = createSql(database.url, { schema: "public", max: 1, applicationName: "deadlines-test-single" });
     let release: () => void = () => {};
+    let holding: () => void = () => {};
+    const held = new Promise<void>((resolve) => {
+      holding = resolve;
+    });
     const busy = single.begin(
       () =>
         new Promise<void>((resolve) => {
           release = resolve;
+          holding();
         }),
     );
     try {
+      // The only connection is taken (on a loaded machine BEGIN can take longer than the deadline
+      // below, and release() would then be called before it exists).
+      await held;
       const waiting = withDeadline(Deadline.in(commitReserveMs + 300), () => single.begin(deduct(100)));
       const error = await failureOf(waiting);
       expect((error as DomainError).kind).toBe("deadline_exceeded");

@@ -177,6 +177,9 @@ describe("retries on a controllable clock", () => {
 
     h.clock.advance(retryDelaysMs[0] * 1.1 + 1);
     await eventually(() => expect(sink.at("/retries")).toHaveLength(2));
+    // The second attempt recorded before the clock moves on: its retry is scheduled from the
+    // time it is recorded at (the sink hears the request before the worker records it).
+    await eventually(async () => expect((await delivery()).attempts).toBe(2));
     h.clock.advance(retryDelaysMs[1] * 1.1 + 1);
     await eventually(() => expect(sink.at("/retries")).toHaveLength(3));
     await eventually(async () => expect((await delivery()).status).toBe("succeeded"));
@@ -268,6 +271,12 @@ describe("endpoint RPCs", () => {
     });
     expect(requeued).toBe(2n);
     await eventually(() => expect(sink.at("/recover")).toHaveLength(2));
+    // Both attempts recorded (the sink hears a request before the worker records its outcome,
+    // and a retry asked before that record would be overwritten by it).
+    await eventually(async () => {
+      const rows = await h.sql`select 1 from deliveries where id = any(${ids}::text[]) and status = 'succeeded'`;
+      expect(rows).toHaveLength(2);
+    });
 
     const retried = await h.notifier.retryDelivery({ productId, webhookId: id, deliveryId: ids[0] ?? "" });
     expect(retried.delivery?.status).toBe(DeliveryStatus.PENDING);
