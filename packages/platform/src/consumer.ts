@@ -13,6 +13,7 @@ import type { Sql, TransactionSql } from "./db.js";
 import { domainSubject, streamRetentionMs, wireSubject } from "./events.js";
 import type { Logger } from "./logger.js";
 import { metricsRegistry, sampleOnScrape } from "./metrics.js";
+import { retryStartup } from "./startup.js";
 import { contextFromNatsHeaders, withConsumerSpan } from "./tracing.js";
 
 /** A message that cannot be decoded: it is terminated, never redelivered. */
@@ -133,15 +134,18 @@ const redeliveries = new Counter({
  */
 export async function startDurableConsumer(options: DurableConsumerOptions): Promise<DurableConsumer> {
   const { sql, js, jsm, stream, durable, namespace, logger } = options;
-  await jsm.consumers.add(stream, {
-    durable_name: durable,
-    ack_policy: AckPolicy.Explicit,
-    deliver_policy: DeliverPolicy.All,
-    filter_subject: wireSubject(namespace, options.subject),
-    ack_wait: 30 * 1e9,
-    max_deliver: -1,
+  // Both idempotent: a TIMEOUT of a busy JetStream at start is tried again, not a crash.
+  const consumer = await retryStartup(logger, `starting consumer ${durable}`, async () => {
+    await jsm.consumers.add(stream, {
+      durable_name: durable,
+      ack_policy: AckPolicy.Explicit,
+      deliver_policy: DeliverPolicy.All,
+      filter_subject: wireSubject(namespace, options.subject),
+      ack_wait: 30 * 1e9,
+      max_deliver: -1,
+    });
+    return js.consumers.get(stream, durable);
   });
-  const consumer = await js.consumers.get(stream, durable);
   // Pulls renewed every 5 s (heartbeats every 2.5 s) rather than JetStream's 30 s: when the node
   // leading the consumer is lost, a pull it held is renewed with the new leader within seconds.
   const messages = await consumer.consume({ max_messages: decidingAtOnce, expires: 5000 });

@@ -52,6 +52,10 @@ export async function connectNats(url: string, name: string): Promise<NatsConnec
     name,
     maxReconnectAttempts: -1,
     reconnectTimeWait: 500,
+    // A node that froze (half-open: its socket stays open and answers nothing) is left for
+    // another after two unanswered pings, 10-15 s, not nats.js's default of 2 minutes x 2.
+    pingInterval: 5000,
+    maxPingOut: 2,
   });
 }
 

@@ -28,6 +28,7 @@ export * from "./rpc-server.js";
 export * from "./sealing.js";
 export * from "./service-process.js";
 export * from "./shutdown.js";
+export * from "./startup.js";
 export * from "./text.js";
 export * from "./tracing.js";
 export * from "./wakeups.js";

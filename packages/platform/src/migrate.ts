@@ -4,6 +4,7 @@ import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { createSql, type Sql } from "./db.js";
 import { createLogger } from "./logger.js";
+import { retryStartup } from "./startup.js";
 
 export interface MigrationResult {
   applied: string[];
@@ -85,7 +86,10 @@ export async function runMigrations(options: {
   const logger = createLogger(name, options.logLevel);
   const sql = createSql(options.databaseUrl, { schema: options.schema, max: 1, applicationName: name });
   try {
-    const { applied } = await migrate(sql, options.schema, options.directory);
+    // A Postgres still starting (refusing, or answering 57P03 "starting up") is waited for.
+    const { applied } = await retryStartup(logger, "applying migrations", () =>
+      migrate(sql, options.schema, options.directory),
+    );
     logger.info({ applied }, applied.length ? "migrations applied" : "schema up to date");
   } catch (error) {
     logger.error({ err: error }, "migration failed");

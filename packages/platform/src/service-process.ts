@@ -10,6 +10,7 @@ import { startOutboxRelay } from "./outbox-relay.js";
 import { startPeriodicJob } from "./periodic.js";
 import { databaseAndBrokerReady, startRpcServer } from "./rpc-server.js";
 import { exitOnUnhandledFailure, onShutdown, type ShutdownStep } from "./shutdown.js";
+import { retryStartup } from "./startup.js";
 
 export interface ServiceProcessOptions {
   /** The service's name: its logger, pool application name, NATS connection and metrics label. */
@@ -51,16 +52,26 @@ export async function startServiceProcess(options: ServiceProcessOptions): Promi
   const logger = createLogger(name, config.LOG_LEVEL);
   exitOnUnhandledFailure(logger);
   const sql = createSql(config.DATABASE_URL, { schema, max: config.DATABASE_POOL_SIZE, applicationName: name });
-  const nats = await connectNats(config.NATS_URL, name);
-  const jsm = await nats.jetstreamManager();
   const streams = [...(options.publishes ? [name] : []), ...(options.consumes ?? [])];
-  for (const service of new Set(streams)) {
-    await ensureStream(
-      jsm,
-      { service, namespace: config.EVENTS_NAMESPACE },
-      { replicas: config.EVENTS_REPLICAS, logger },
-    );
-  }
+  // A NATS not reachable yet, or answering TIMEOUT while JetStream elects a leader, delays the
+  // start (retryStartup) instead of ending the process.
+  const { nats, jsm } = await retryStartup(logger, "connecting to NATS", async () => {
+    const nats = await connectNats(config.NATS_URL, name);
+    try {
+      const jsm = await nats.jetstreamManager();
+      for (const service of new Set(streams)) {
+        await ensureStream(
+          jsm,
+          { service, namespace: config.EVENTS_NAMESPACE },
+          { replicas: config.EVENTS_REPLICAS, logger },
+        );
+      }
+      return { nats, jsm };
+    } catch (error) {
+      await nats.close().catch(() => undefined);
+      throw error;
+    }
+  });
   const relay = options.publishes
     ? startOutboxRelay({ sql, nats, schema, namespace: config.EVENTS_NAMESPACE, logger })
     : undefined;

@@ -125,7 +125,11 @@ describe("the transaction helper under contention", () => {
       expect(failure).toBeInstanceOf(DomainError);
       expect((failure as DomainError).kind).toBe("deadline_exceeded");
       expect(attempts).toBeGreaterThan(1);
-      expect(await conflictsCounted("25006")).toBe(before + attempts);
+      // Each refused attempt is counted; the last one may instead be cut short by the deadline
+      // (each attempt waits for a new connection, the refused one being closed).
+      const counted = (await conflictsCounted("25006")) - before;
+      expect(counted).toBeGreaterThanOrEqual(attempts - 1);
+      expect(counted).toBeLessThanOrEqual(attempts);
       expect(await balances()).toEqual({ a: 1000, b: 1000 });
     } finally {
       await readOnly.end();

@@ -44,6 +44,10 @@ export interface NatsCluster {
   kill(index: number): Promise<void>;
   /** Starts node `index` again on its ports and store; resolves when it serves JetStream. */
   restart(index: number): Promise<void>;
+  /** SIGSTOP of node `index`: its connections stay open and answer nothing (a frozen machine). */
+  freeze(index: number): void;
+  /** SIGCONT of a frozen node: it resumes where it stopped. */
+  thaw(index: number): void;
   /** The index of the node a JetStream answer names (a stream's `cluster.leader`), or -1. */
   indexOf(serverName: string): number;
   stop(): Promise<void>;
@@ -69,6 +73,10 @@ export async function startNatsCluster(options: { nodes?: number } = {}): Promis
       node.config,
       [
         `server_name: ${node.name}`,
+        // A frozen peer (a route or a client that answers nothing) is given up on after ~6 s,
+        // not the default 2 minutes x 2, as a production cluster facing half-open links should.
+        "ping_interval: 2s",
+        "ping_max: 3",
         `listen: 127.0.0.1:${node.port}`,
         `jetstream { store_dir: "${join(directory, node.name)}", max_memory_store: 64MB, max_file_store: 1GB }`,
         `cluster { name: ha, listen: 127.0.0.1:${node.routePort}, routes: [${routes.join(", ")}] }`,
@@ -120,6 +128,14 @@ export async function startNatsCluster(options: { nodes?: number } = {}): Promis
       start(index);
       await serving(index);
     },
+    freeze(index) {
+      const pid = nodes[index]?.process?.pid;
+      if (pid) process.kill(pid, "SIGSTOP");
+    },
+    thaw(index) {
+      const pid = nodes[index]?.process?.pid;
+      if (pid) process.kill(pid, "SIGCONT");
+    },
     indexOf(serverName) {
       return nodes.findIndex((node) => node.name === serverName);
     },
@@ -142,6 +158,18 @@ export interface PostgresCluster {
   createDatabase(name: string): Promise<string>;
   /** kill -9 of the primary's postmaster and every backend, as a crashed machine. */
   killPrimary(): Promise<void>;
+  /**
+   * kill -9 of the primary's postmaster alone: its backends live on until they notice (each at
+   * its next wait), as when only the supervising process dies. rejoin() ends them.
+   */
+  killPostmaster(): Promise<void>;
+  /** A clean stop of the primary (`pg_ctl stop -m fast`: sessions ended, a final checkpoint). */
+  stopPrimary(): Promise<void>;
+  /**
+   * SIGSTOP of the primary's postmaster and every backend: a frozen machine whose connections
+   * stay open and answer nothing (half-open). rejoin() kills them.
+   */
+  freezePrimary(): Promise<void>;
   /** Promotes the standby to primary, as an operator (CloudNativePG, Patroni) does. */
   promote(): Promise<void>;
   /**
@@ -152,11 +180,17 @@ export interface PostgresCluster {
   stop(): Promise<void>;
 }
 
-const postgresBin = process.env.POSTGRES_BIN ?? "/usr/lib/postgresql/15/bin";
+/**
+ * The path of a Postgres server binary (initdb, pg_ctl, pg_basebackup): the one place that
+ * decides where they are, so a machine without the OS package can be taught here alone.
+ */
+export function postgresBin(name: string): string {
+  return join(process.env.POSTGRES_BIN ?? "/usr/lib/postgresql/15/bin", name);
+}
 
 /** Runs a Postgres binary as the `postgres` user (initdb and the server refuse to run as root). */
 function asPostgres(binary: string, args: string[]) {
-  const command = join(postgresBin, binary);
+  const command = postgresBin(binary);
   return process.getuid?.() === 0
     ? run("runuser", ["-u", "postgres", "--", command, ...args], { cwd: "/" })
     : run(command, args, { cwd: "/" });
@@ -272,7 +306,22 @@ export async function startPostgresCluster(): Promise<PostgresCluster> {
     }
   };
 
+  /** Processes of a lost former primary (orphaned or frozen backends) that rejoin() or stop() must end. */
+  let leftovers: number[] = [];
+  const killLeftovers = async () => {
+    for (const pid of leftovers) {
+      try {
+        process.kill(pid, "SIGKILL");
+      } catch {
+        // already gone
+      }
+    }
+    for (const pid of leftovers) while (alive(pid)) await sleep(20);
+    leftovers = [];
+  };
+
   const stop = async () => {
+    await killLeftovers();
     for (const server of servers) {
       const pid = postmasterPid(server);
       if (pid && alive(pid)) await killServer(pid);
@@ -313,11 +362,38 @@ export async function startPostgresCluster(): Promise<PostgresCluster> {
       const pid = postmasterPid(primary);
       if (pid) await killServer(pid);
     },
+    async killPostmaster() {
+      const pid = postmasterPid(primary);
+      if (!pid) return;
+      leftovers = childrenOf(pid);
+      process.kill(pid, "SIGKILL");
+      while (alive(pid)) await sleep(20);
+    },
+    async stopPrimary() {
+      await asPostgres("pg_ctl", ["-D", primary.data, "-m", "fast", "-w", "-t", "60", "stop"]);
+    },
+    async freezePrimary() {
+      const pid = postmasterPid(primary);
+      if (!pid) return;
+      // The postmaster first, so it starts no backend the freeze would miss.
+      process.kill(pid, "SIGSTOP");
+      leftovers = [pid, ...childrenOf(pid)];
+      for (const child of leftovers.slice(1)) {
+        try {
+          process.kill(child, "SIGSTOP");
+        } catch {
+          // gone meanwhile
+        }
+      }
+    },
     async promote() {
       await asPostgres("pg_ctl", ["-D", standby.data, "-w", "-t", "60", "promote"]);
       [primary, standby] = [standby, primary];
     },
     async rejoin() {
+      await killLeftovers();
+      const pid = postmasterPid(standby);
+      if (pid && alive(pid)) await killServer(pid);
       await attachStandby(standby, primary);
     },
     stop,

@@ -19,12 +19,19 @@ export interface FaultProxy {
   delay(ms: number): void;
   /** Resets every open connection once; new ones are accepted as usual. */
   reset(): void;
+  /**
+   * Resets every open connection and each new one as soon as it is accepted, until restore():
+   * a server not up yet, whose attempts the test can count (`refused`).
+   */
+  refuse(): void;
+  /** Connections refused by refuse() so far. */
+  readonly refused: number;
   /** Number of connections open through the proxy. */
   readonly connections: number;
   close(): Promise<void>;
 }
 
-type Mode = "forward" | "stall";
+type Mode = "forward" | "stall" | "refuse";
 
 interface Pair {
   client: Socket;
@@ -46,7 +53,13 @@ export async function createFaultProxy(target: string): Promise<FaultProxy> {
     from.on("end", () => to.end());
   };
 
+  let refused = 0;
   const server = createServer((client) => {
+    if (mode === "refuse") {
+      refused += 1;
+      client.on("error", () => undefined).resetAndDestroy();
+      return;
+    }
     const upstream = tcpConnect({ host: hostname, port: targetPort });
     const pair = { client, upstream };
     pairs.add(pair);
@@ -119,6 +132,13 @@ export async function createFaultProxy(target: string): Promise<FaultProxy> {
       delayMs = ms;
     },
     reset: resetAll,
+    refuse() {
+      mode = "refuse";
+      resetAll();
+    },
+    get refused() {
+      return refused;
+    },
     get connections() {
       return pairs.size;
     },

@@ -82,7 +82,8 @@ export async function startMesh(options: MeshOptions): Promise<Mesh> {
     else process.stderr.write(`${line}\n`);
     options.report?.(line);
   };
-  const problem = await preflight(options.databaseUrl, options.natsUrl);
+  // Servers still starting are waited for a few seconds; each wait is told to options.report only.
+  const problem = await preflight(options.databaseUrl, options.natsUrl, { report: options.report });
   if (problem) throw new MeshError(problem);
 
   const instances = await placeInstances(options);

@@ -21,8 +21,49 @@ const connectTimeoutS = 4;
  * line within seconds, not a stack trace from a service: what is wrong, and how to fix it for
  * the address given (never another port or one distribution's paths).
  */
-export async function preflight(databaseUrl: string, natsUrl: string): Promise<string | undefined> {
-  return (await postgresProblem(databaseUrl)) ?? (await natsProblem(natsUrl));
+export async function preflight(
+  databaseUrl: string,
+  natsUrl: string,
+  options: PreflightOptions = {},
+): Promise<string | undefined> {
+  const giveUpAt = Date.now() + (options.waitMs ?? defaultWaitMs);
+  return (
+    (await untilAnswering(() => postgresProblem(databaseUrl), giveUpAt, options.report)) ??
+    (await untilAnswering(() => natsProblem(natsUrl), giveUpAt, options.report))
+  );
+}
+
+export interface PreflightOptions {
+  /**
+   * How long a server that is not up yet (refusing connections, starting up, JetStream not yet
+   * answering) is waited for, trying again with back-off, before its problem is the answer.
+   */
+  waitMs?: number;
+  /** Told each time a server is waited for (not printed by `npm start`: its failure is one line). */
+  report?: (line: string) => void;
+}
+
+/**
+ * Servers started together with the mesh (a container, a service manager) may come up a few
+ * seconds late: they are waited for this long, and `npm start` still fails within the contract's
+ * 10 s when one never comes (section 1).
+ */
+const defaultWaitMs = 7000;
+
+/** A problem of a server that is starting, not a wrong address or setting: worth another try. */
+const notUpYet = /^cannot reach \S+ at \S+ \((ECONNREFUSED|CONNECTION_REFUSED)\)|\(57P03|JetStream is not enabled/;
+
+async function untilAnswering(
+  check: () => Promise<string | undefined>,
+  giveUpAt: number,
+  report: ((line: string) => void) | undefined,
+): Promise<string | undefined> {
+  for (let delayMs = 250; ; delayMs = Math.min(delayMs * 2, 2000)) {
+    const problem = await check();
+    if (problem === undefined || !notUpYet.test(problem) || Date.now() + delayMs > giveUpAt) return problem;
+    report?.(`${problem}; trying again in ${delayMs} ms`);
+    await new Promise((resolve) => setTimeout(resolve, delayMs));
+  }
 }
 
 /** Where a Postgres URL points, as the server will be asked (postgres.js's defaults). */

@@ -9,6 +9,9 @@ import { metricsPortVariable, portVariable, repositoryRoot, type ServiceDefiniti
 /** A failure to start the mesh or one of its services, told in one line. */
 export class MeshError extends Error {}
 
+/** A service that ended before it was ready (a dependency it could not reach at start, say). */
+class ExitedBeforeReady extends MeshError {}
+
 /**
  * Restarts after a crash wait 1 s, doubling with each crash in a row up to 30 s, and never give
  * up: Kubernetes' CrashLoopBackOff (10 s to 5 min) scaled to one machine. The rest of the mesh
@@ -113,11 +116,33 @@ export class Supervisor {
     try {
       for (const entry of this.instances.values()) {
         if (this.options.signal?.aborted) throw new MeshError("start-up interrupted");
-        await this.launch(entry);
+        await this.launchUntilReady(entry);
       }
     } catch (error) {
       await this.stopAll();
       throw error;
+    }
+  }
+
+  /**
+   * Launches an instance during start-up; one that exits before it is ready is launched again
+   * with the same back-off as a crash (restartBackoff), for as long as its ready timeout lasts:
+   * a service that met a NATS TIMEOUT or a Postgres still starting, and gave up, is not the end
+   * of the mesh (issue 34). Past the timeout its last exit is the mesh's failure.
+   */
+  private async launchUntilReady(entry: Supervised): Promise<void> {
+    const giveUpAt = Date.now() + this.options.readyTimeoutMs;
+    for (let exits = 1; ; exits++) {
+      try {
+        await this.launch(entry);
+        return;
+      } catch (error) {
+        const delay = Math.min(restartBackoff.firstDelayMs * 2 ** (exits - 1), restartBackoff.maxDelayMs);
+        if (!(error instanceof ExitedBeforeReady) || Date.now() + delay > giveUpAt) throw error;
+        this.options.report(`${error.message}; starting ${entry.name} again in ${inSeconds(delay)} (exit ${exits})`);
+        await sleep(delay);
+        if (this.options.signal?.aborted) throw new MeshError("start-up interrupted");
+      }
     }
   }
 
@@ -190,7 +215,9 @@ export class Supervisor {
       if (options.signal?.aborted) throw new MeshError("start-up interrupted");
       if (entry.held) throw new MeshError(`${name} was stopped before it was ready`);
       if (child.exitCode !== null || child.signalCode !== null) {
-        throw new MeshError(`${name} exited (${describeExit(child.exitCode, child.signalCode)}) before it was ready`);
+        throw new ExitedBeforeReady(
+          `${name} exited (${describeExit(child.exitCode, child.signalCode)}) before it was ready`,
+        );
       }
       if (Date.now() > deadline) {
         child.kill("SIGKILL");

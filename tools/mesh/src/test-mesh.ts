@@ -56,6 +56,8 @@ export async function startTestMesh(options: {
   natsUrl?: string;
   env: Record<string, string>;
   replicas?: Record<string, number>;
+  /** Receives the launcher's lines (MeshOptions.report). */
+  report?: (line: string) => void;
 }): Promise<Mesh> {
   return startMesh({
     databaseUrl: options.databaseUrl,
@@ -67,6 +69,7 @@ export async function startTestMesh(options: {
     output: "pipe",
     env: options.env,
     ...(options.replicas ? { replicas: options.replicas } : {}),
+    ...(options.report ? { report: options.report } : {}),
   });
 }
 

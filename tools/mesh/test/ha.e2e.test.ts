@@ -529,4 +529,36 @@ describe("high availability under load", () => {
     figures.both = { ...result, killedMs, promotedMs, webhooks };
     console.log(`ha figures, both at once: ${JSON.stringify(figures.both)}`);
   }, 150_000);
+
+  // The rest of the failure matrix (issue 34): each fault of the primary, then the promotion of
+  // its synchronous standby, as the operator does once it sees the primary gone or stuck.
+  it.each([
+    { name: "postmaster", fault: "the primary's postmaster alone killed", act: () => pg.killPostmaster() },
+    { name: "switchover", fault: "a clean switchover (pg_ctl stop -m fast)", act: () => pg.stopPrimary() },
+  ])(
+    "$fault, the standby promoted: serving again within 15 s of the promotion, every answer true",
+    async ({ name, act }) => {
+      // The former primary is rebuilt as the new primary's standby before each fault.
+      await pg.rejoin();
+      let faultAt = 0;
+      let promotedAt = 0;
+      const calls = await underLoad(async () => {
+        await sleep(2000);
+        faultAt = Date.now();
+        await act();
+        await pg.promote();
+        promotedAt = Date.now();
+        await sleep(6000);
+      });
+
+      const result = await judge(calls, faultAt);
+      const servingAfterPromotionMs = result.servingAgainMs - (promotedAt - faultAt);
+      expect(servingAfterPromotionMs, JSON.stringify(result)).toBeLessThan(15_000);
+      const webhooks = await expectWebhooksExactlyOnce();
+      expect(exits(), `the mesh serves again without a restart:\n${crashes()}`).toEqual([]);
+      figures[name] = { ...result, promotedMs: promotedAt - faultAt, servingAfterPromotionMs, webhooks };
+      console.log(`ha figures, ${name}: ${JSON.stringify(figures[name])}`);
+    },
+    150_000,
+  );
 });

@@ -57,7 +57,7 @@ describe("preflight", () => {
     const url = databaseUrlWith((u) => {
       u.port = String(port);
     });
-    expect(await preflight(url, natsUrl)).toBe(
+    expect(await preflight(url, natsUrl, { waitMs: 0 })).toBe(
       `cannot reach Postgres at ${url} (ECONNREFUSED): nothing accepts connections on ${new URL(url).hostname}:${port}; start Postgres 15 or later there, or set DATABASE_URL to a server that runs`,
     );
   });
@@ -73,14 +73,37 @@ describe("preflight", () => {
 
   it("hints at starting NATS on the port of the URL given, not the default one", async () => {
     const port = await freePort();
-    expect(await preflight(database.url, `nats://127.0.0.1:${port}`)).toBe(
+    expect(await preflight(database.url, `nats://127.0.0.1:${port}`, { waitMs: 0 })).toBe(
       `cannot reach NATS at nats://127.0.0.1:${port} (CONNECTION_REFUSED): nothing accepts connections on 127.0.0.1:${port}; start nats-server with JetStream there (nats-server -a 127.0.0.1 -p ${port} -js), or set NATS_URL to a server that runs`,
     );
   });
 
   it("reads a NATS address without a scheme as nats.js does", async () => {
     const port = await freePort();
-    expect(await preflight(database.url, `127.0.0.1:${port}`)).toContain(`(nats-server -a 127.0.0.1 -p ${port} -js)`);
+    expect(await preflight(database.url, `127.0.0.1:${port}`, { waitMs: 0 })).toContain(
+      `(nats-server -a 127.0.0.1 -p ${port} -js)`,
+    );
+  });
+
+  it("waits a few seconds for a NATS that is not up yet, saying so, and passes once it answers", async () => {
+    const port = await freePort();
+    const url = `nats://127.0.0.1:${port}`;
+    let server: ReturnType<typeof spawn> | undefined;
+    const waits: string[] = [];
+    try {
+      const problem = await preflight(database.url, url, {
+        waitMs: 30_000,
+        report: (line) => {
+          waits.push(line);
+          // Started once the first attempt was refused: it comes up late.
+          server ??= spawn("nats-server", ["-a", "127.0.0.1", "-p", String(port), "-js"], { stdio: "ignore" });
+        },
+      });
+      expect(problem).toBeUndefined();
+      expect(waits[0]).toMatch(/^cannot reach NATS at \S+ \(CONNECTION_REFUSED\): .*; trying again in 250 ms$/);
+    } finally {
+      server?.kill();
+    }
   });
 
   it("tells a NATS without JetStream from one that cannot be reached", async () => {
@@ -89,8 +112,10 @@ describe("preflight", () => {
     const server = spawn("nats-server", ["-a", "127.0.0.1", "-p", String(port)], { stdio: "ignore" });
     try {
       const url = `nats://127.0.0.1:${port}`;
-      await eventually(async () => expect(await preflight(database.url, url)).not.toMatch(/^cannot reach/));
-      expect(await preflight(database.url, url)).toBe(
+      await eventually(async () =>
+        expect(await preflight(database.url, url, { waitMs: 0 })).not.toMatch(/^cannot reach/),
+      );
+      expect(await preflight(database.url, url, { waitMs: 0 })).toBe(
         `NATS at ${url} answers but JetStream is not enabled; restart it with JetStream (nats-server -a 127.0.0.1 -p ${port} -js)`,
       );
     } finally {
