@@ -6,27 +6,26 @@ import { text } from "./common.js";
  * An affiliate's payout method (contract section 19). The body is checked field by field with the
  * platform's payout-details rules, the ones partners applies again before sealing the details.
  */
-// Strict objects: a field of the other method (an `iban` beside type paypal) is an error, not dropped.
+// A field of the other method (an `iban` beside type paypal) is an unknown field: the gateway's
+// strict input reads a discriminated union by its discriminator.
 const paypalMethodSchema = z
-  .strictObject({
+  .object({
     type: z.literal("paypal"),
     email: text({ max: 254 }).meta({ description: "The PayPal account's email.", example: "ada@example.com" }),
   })
   .meta({ id: "PaypalPayoutMethodRequest" });
 
 const wiseMethodSchema = z
-  .strictObject({
+  .object({
     type: z.literal("wise"),
     account_holder_name: text({ min: 1, max: maxAccountHolderNameLength }).meta({
       description: "The name on the recipient's account, as the bank knows it.",
       example: "Ada Lovelace",
     }),
-    iban: text({ max: 42 })
-      .optional()
-      .meta({
-        description: "The IBAN (spaces allowed). Without one, `email` is required.",
-        example: "DE89 3704 0044 0532 0130 00",
-      }),
+    iban: text({ max: 42 }).optional().meta({
+      description: "The IBAN (spaces allowed). Without one, `email` is required.",
+      example: "DE89 3704 0044 0532 0130 00",
+    }),
     email: text({ max: 254 })
       .optional()
       .meta({ description: "The recipient's email: Wise asks it for bank details when there is no IBAN." }),
