@@ -16,7 +16,11 @@ afterEach(async () => {
 
 async function clientOf(script: (index: number) => Reply) {
   server = await scriptedServer((_request, index) => script(index));
-  const client = new AffiliateClient({ baseUrl: server.url, apiKey: "sk_live_test", retry: { maxAttempts: 2, baseDelayMs: 5 } });
+  const client = new AffiliateClient({
+    baseUrl: server.url,
+    apiKey: "sk_live_test",
+    retry: { maxAttempts: 2, baseDelayMs: 5 },
+  });
   return { client, seen: server.seen };
 }
 
@@ -39,7 +43,10 @@ describe("payout files", () => {
             status: 400,
             body: {
               error: "Validation failed",
-              details: { formErrors: ["Nothing was imported: 1 line is refused (first: line 2)"], fieldErrors: { "line 2": ["Unknown payout po_x"] } },
+              details: {
+                formErrors: ["Nothing was imported: 1 line is refused (first: line 2)"],
+                fieldErrors: { "line 2": ["Unknown payout po_x"] },
+              },
             },
           },
     );
