@@ -96,6 +96,12 @@ export function operationTable(document) {
         const fields = int64Fields(document, resolve(document, response)?.content?.["application/json"]?.schema);
         if (fields !== undefined) answers[status] = fields;
       }
+      // A body or an answer that is not JSON (a payout file, text/csv) travels as text.
+      const requestType = Object.keys(operation.requestBody?.content ?? {}).find((type) => type !== "application/json");
+      const answerType = Object.entries(operation.responses ?? {})
+        .filter(([status]) => status.startsWith("2"))
+        .flatMap(([, response]) => Object.keys(resolve(document, response)?.content ?? {}))
+        .find((type) => type !== "application/json");
       table[id] = {
         method: method.toUpperCase(),
         path,
@@ -103,6 +109,8 @@ export function operationTable(document) {
         idempotencyKey: parameters.some((p) => p.in === "header" && p.name.toLowerCase() === "idempotency-key"),
         paged: parameters.some((p) => p.in === "query" && p.name === "cursor"),
         int64: answers,
+        ...(requestType ? { textBody: requestType } : {}),
+        ...(answerType ? { textAnswer: answerType } : {}),
       };
     }
   }

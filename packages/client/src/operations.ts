@@ -32,7 +32,11 @@ export type QueryOf<Id extends OperationId> = NonNullable<Operation<Id>["paramet
 
 /** The JSON body of an operation, never when it takes none. */
 export type BodyOf<Id extends OperationId> =
-  NonNullable<Operation<Id>["requestBody"]> extends { content: { "application/json": infer Body } } ? Body : never;
+  NonNullable<Operation<Id>["requestBody"]> extends { content: { "application/json": infer Body } }
+    ? Body
+    : NonNullable<Operation<Id>["requestBody"]> extends { content: { "text/csv": infer Text } }
+      ? Text
+      : never;
 
 type SuccessStatus = 200 | 201 | 202 | 204;
 type Responses<Id extends OperationId> = Operation<Id>["responses"];
@@ -43,7 +47,9 @@ export type ResultOf<Id extends OperationId> = {
     content: { "application/json": infer Body };
   }
     ? Body
-    : undefined;
+    : Responses<Id>[Status] extends { content: { "text/csv": infer Text } }
+      ? Text
+      : undefined;
 }[keyof Responses<Id> & SuccessStatus];
 
 /** Whether the operation takes an Idempotency-Key header (as the document declares it). */

@@ -100,8 +100,11 @@ export class Requester {
     if (credential === "apiKey" && this.#options.apiKey) headers["x-api-key"] = this.#options.apiKey;
     if (credential === "bearer" && this.#options.token) headers.authorization = `Bearer ${this.#options.token}`;
     if (key !== undefined) headers["idempotency-key"] = key;
-    const payload = body === undefined ? undefined : stringifyExact(body);
-    if (payload !== undefined) headers["content-type"] = "application/json";
+    // A file body (a payout result file, text/csv) is sent as the text it is; anything else as exact JSON.
+    const textBody = "textBody" in operation ? (operation.textBody as string) : undefined;
+    const payload = body === undefined ? undefined : textBody ? String(body) : stringifyExact(body);
+    if (payload !== undefined) headers["content-type"] = textBody ?? "application/json";
+    if ("textAnswer" in operation) headers.accept = `${operation.textAnswer as string}, application/json`;
     const int64 = operation.int64 as Readonly<Record<string, Int64Fields>>;
     const attempts = Math.max(1, maxAttempts ?? this.#retry.maxAttempts);
 
@@ -174,8 +177,11 @@ type RequestShape = {
 
 /** The body of an answer: exact JSON when it says JSON, else its text (a proxy's page). */
 function readBody(text: string, response: Response, int64: Int64Fields | undefined, requestId: string | undefined) {
+  const contentType = response.headers.get("content-type") ?? "";
+  // A file answer (a payout export, text/csv) is its text, empty included (PayPal's has no header).
+  if (response.ok && contentType.startsWith("text/csv")) return text;
   if (text === "") return undefined;
-  const json = response.headers.get("content-type")?.includes("json") ?? false;
+  const json = contentType.includes("json");
   if (!json) {
     if (response.ok)
       throw new ServerError({ status: response.status, error: "The answer is not JSON", body: text, requestId });

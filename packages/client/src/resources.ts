@@ -81,6 +81,10 @@ export function createResources(call: Call) {
       remove: endpoint("removeAffiliate", (id: string, options?: CallOptions) =>
         call("removeAffiliate", { params: { id }, ...options }),
       ),
+      /** How the affiliate is paid, as it set it in the portal; masked. */
+      payoutMethod: endpoint("getAffiliatePayoutMethodOfPartnership", (id: string, options?: CallOptions) =>
+        call("getAffiliatePayoutMethodOfPartnership", { params: { id }, ...options }),
+      ),
       /** The affiliate's own tokens for the affiliate API and the portal (contract section 14). */
       tokens: {
         /** A token (`apt_…`) for an active affiliate, shown only in this answer. */
@@ -102,6 +106,18 @@ export function createResources(call: Call) {
      */
     affiliate: {
       me: endpoint("getAffiliateMe", (options?: CallOptions) => call("getAffiliateMe", { ...options })),
+      /** How the affiliate is paid: PayPal or Wise details, read masked. */
+      payoutMethod: {
+        get: endpoint("getAffiliatePayoutMethod", (options?: CallOptions) =>
+          call("getAffiliatePayoutMethod", { ...options }),
+        ),
+        set: endpoint("setAffiliatePayoutMethod", (body: Body<"setAffiliatePayoutMethod">, options?: CallOptions) =>
+          call("setAffiliatePayoutMethod", { body, ...options }),
+        ),
+        delete: endpoint("deleteAffiliatePayoutMethod", (options?: CallOptions) =>
+          call("deleteAffiliatePayoutMethod", { ...options }),
+        ),
+      },
       stats: endpoint("getAffiliateStats", (query?: Query<"getAffiliateStats">, options?: CallOptions) =>
         call("getAffiliateStats", { query, ...options }),
       ),
@@ -180,6 +196,19 @@ export function createResources(call: Call) {
       ),
       update: endpoint("updatePayout", (id: string, body: Body<"updatePayout">, options?: CallOptions) =>
         call("updatePayout", { params: { id }, body, ...options }),
+      ),
+      /** The approved payouts as a provider's batch file (text/csv): PayPal, Wise, or the platform's CSV. */
+      export: endpoint("exportPayouts", (query: Query<"exportPayouts">, options?: CallOptions) =>
+        call("exportPayouts", { query, ...options }),
+      ),
+      /**
+       * A provider's result file (its text): each listed payout marked paid or failed, all or
+       * nothing; the same file again changes nothing (`already_imported`).
+       */
+      import: endpoint(
+        "importPayoutResults",
+        (file: string, query?: Query<"importPayoutResults">, options?: CallOptions) =>
+          call("importPayoutResults", { body: file, query, ...options }),
       ),
     },
 

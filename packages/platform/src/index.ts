@@ -19,6 +19,7 @@ export * from "./metrics.js";
 export * from "./migrate.js";
 export * from "./outbox-relay.js";
 export * from "./page-token.js";
+export * from "./payout-details.js";
 export * from "./periodic.js";
 export * from "./proto-enum.js";
 export * from "./referral-code.js";

@@ -65,6 +65,28 @@ export interface PayoutLine {
   description: string;
 }
 
+/** How the affiliate is paid, as the API shows it: personal details masked. */
+export interface PayoutMethod {
+  type: "paypal" | "wise";
+  email: string | null;
+  account_holder_name: string | null;
+  iban: string | null;
+  currency: string | null;
+  receiver_type: "person" | "institution" | null;
+  updated_at: string;
+}
+
+export type PayoutMethodBody =
+  | { type: "paypal"; email: string }
+  | {
+      type: "wise";
+      account_holder_name: string;
+      iban?: string;
+      email?: string;
+      currency?: string;
+      receiver_type?: "person" | "institution";
+    };
+
 export interface Page<T> {
   data: T[];
   pagination: { next_cursor: string | null; has_more: boolean };
@@ -81,6 +103,8 @@ export class ApiError extends Error {
     readonly status: number,
     message: string,
     readonly retryAfterSeconds: number | null,
+    /** A validation answer's problems by field (the payout-method form shows them beside each field). */
+    readonly fieldErrors: Record<string, string[]> = {},
   ) {
     super(message);
     this.name = "ApiError";
@@ -97,7 +121,11 @@ export class NetworkError extends Error {
 
 const requestTimeoutMs = 15_000;
 
-async function call<T>(method: "GET" | "POST", path: string, options: { token?: string; body?: unknown } = {}) {
+async function call<T>(
+  method: "GET" | "POST" | "PUT" | "DELETE",
+  path: string,
+  options: { token?: string; body?: unknown } = {},
+) {
   const headers: Record<string, string> = { accept: "application/json" };
   if (options.token) headers.authorization = `Bearer ${options.token}`;
   if (options.body !== undefined) headers["content-type"] = "application/json";
@@ -122,7 +150,14 @@ async function call<T>(method: "GET" | "POST", path: string, options: { token?: 
       typeof parsed === "object" && parsed !== null && typeof (parsed as { error?: unknown }).error === "string"
         ? (parsed as { error: string }).error
         : `HTTP ${response.status}`;
-    throw new ApiError(response.status, message, Number.isFinite(retryAfter) && retryAfter > 0 ? retryAfter : null);
+    const fieldErrors = (parsed as { details?: { fieldErrors?: Record<string, string[]> } } | undefined)?.details
+      ?.fieldErrors;
+    throw new ApiError(
+      response.status,
+      message,
+      Number.isFinite(retryAfter) && retryAfter > 0 ? retryAfter : null,
+      fieldErrors ?? {},
+    );
   }
   return parsed as T;
 }
@@ -163,6 +198,24 @@ export class AffiliateApi {
 
   payouts(cursor?: string): Promise<Page<Payout>> {
     return this.#get(`/affiliate/v1/payouts${pageQuery(cursor)}`);
+  }
+
+  /** How the affiliate is paid (masked), or null when it has set nothing yet. */
+  async payoutMethod(): Promise<PayoutMethod | null> {
+    try {
+      return (await this.#get<{ data: PayoutMethod }>("/affiliate/v1/payout-method")).data;
+    } catch (error) {
+      if (error instanceof ApiError && error.status === 404) return null;
+      throw error;
+    }
+  }
+
+  async setPayoutMethod(body: PayoutMethodBody): Promise<PayoutMethod> {
+    return (await call<{ data: PayoutMethod }>("PUT", "/affiliate/v1/payout-method", { token: this.token, body })).data;
+  }
+
+  async deletePayoutMethod(): Promise<void> {
+    await call("DELETE", "/affiliate/v1/payout-method", { token: this.token });
   }
 
   #get<T>(path: string): Promise<T> {

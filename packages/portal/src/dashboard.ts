@@ -9,6 +9,7 @@ import { fill, h } from "./dom.js";
 import { formatCount, formatDate, formatDay, formatRate, periodOf, periods } from "./format.js";
 import { explain, isSignedOut } from "./messages.js";
 import { changeAgainst, formatCents } from "./money.js";
+import { PayoutMethodCard } from "./payout-method.js";
 
 export interface DashboardOptions {
   api: AffiliateApi;
@@ -57,10 +58,12 @@ export class Dashboard {
   readonly #periodButtons: HTMLButtonElement[];
   readonly #commissionsBody = h("div");
   readonly #payoutsBody = h("div");
+  readonly #payoutMethod: PayoutMethodCard;
 
   constructor(options: DashboardOptions) {
     this.#options = options;
     this.#api = options.api;
+    this.#payoutMethod = new PayoutMethodCard(options.api, (error) => this.#signedOut(error));
     this.#periodButtons = periods.map((period) => {
       const button = h(
         "button",
@@ -104,6 +107,7 @@ export class Dashboard {
           h("h2", { id: "payouts-title" }, "Payouts"),
           this.#payoutsBody,
         ),
+        this.#payoutMethod.element,
       ),
     );
   }
@@ -128,7 +132,7 @@ export class Dashboard {
     this.#programName.textContent = me.program.name;
     document.title = `${me.program.name} · Affiliate dashboard`;
     this.#renderLink(me);
-    await Promise.all([this.#loadStats(), this.#loadCommissions(), this.#loadPayouts(me)]);
+    await Promise.all([this.#loadStats(), this.#loadCommissions(), this.#loadPayouts(me), this.#payoutMethod.load()]);
   }
 
   #money = (cents: bigint) => formatCents(cents, this.#currency);

@@ -6,6 +6,7 @@ export * from "./mappers/commissions.js";
 export { ContractViolation, toPage } from "./mappers/common.js";
 export * from "./mappers/customers.js";
 export * from "./mappers/integrations.js";
+export * from "./mappers/payout-methods.js";
 export * from "./mappers/payouts.js";
 export * from "./mappers/program.js";
 export * from "./mappers/refunds.js";

@@ -29,6 +29,7 @@ import { partnershipLookup } from "./partnership-lookup.js";
 import { affiliateApiRoutes } from "./routes/affiliate-api.js";
 import { affiliateLoginRoutes } from "./routes/affiliate-login.js";
 import { opsRoutes, type ReadinessReport } from "./routes/ops.js";
+import { affiliatePayoutMethodRoutes, merchantPayoutMethodRoutes } from "./routes/payout-methods.js";
 import { loadPortalFiles, type PortalFiles, portalRoutes } from "./routes/portal.js";
 import { stripeReceiverRoutes } from "./routes/stripe-receiver.js";
 import { trackingRoutes } from "./routes/tracking.js";
@@ -36,6 +37,7 @@ import { affiliatesRoutes } from "./routes/v1/affiliates.js";
 import { commissionsRoutes } from "./routes/v1/commissions.js";
 import { customersRoutes } from "./routes/v1/customers.js";
 import { integrationsRoutes } from "./routes/v1/integrations.js";
+import { payoutFilesRoutes } from "./routes/v1/payout-files.js";
 import { payoutsRoutes } from "./routes/v1/payouts.js";
 import { programRoutes } from "./routes/v1/program.js";
 import { refundsRoutes } from "./routes/v1/refunds.js";
@@ -109,7 +111,7 @@ async function affiliateCors(request: FastifyRequest, reply: FastifyReply): Prom
   reply.header("access-control-allow-origin", "*");
   reply.header("access-control-expose-headers", "x-request-id, retry-after");
   if (request.method === "OPTIONS") {
-    reply.header("access-control-allow-methods", "GET, POST");
+    reply.header("access-control-allow-methods", "GET, POST, PUT, DELETE");
     reply.header("access-control-allow-headers", "authorization, content-type");
     reply.header("access-control-max-age", "600");
     await reply.code(204).send();
@@ -243,7 +245,9 @@ export function buildServer(deps: GatewayDeps): FastifyInstance {
       await v1.register(affiliatesRoutes, { partners, stats });
       await v1.register(commissionsRoutes, { ledger, lookup });
       await v1.register(refundsRoutes, { ledger });
+      await v1.register(payoutFilesRoutes, { payouts });
       await v1.register(payoutsRoutes, { payouts, lookup });
+      await v1.register(merchantPayoutMethodRoutes, { partners });
       await v1.register(programRoutes, { partners });
       await v1.register(statsRoutes, { ledger, lookup });
       await v1.register(webhooksRoutes, { notifier: deps.notifier });
@@ -259,6 +263,7 @@ export function buildServer(deps: GatewayDeps): FastifyInstance {
       await affiliate.register(async (api) => {
         await guard(api, deps.keyCache, "affiliate", deps.config.RATE_LIMIT_PER_MINUTE);
         await api.register(affiliateApiRoutes, { partners, ledger, payouts });
+        await api.register(affiliatePayoutMethodRoutes, { partners });
       });
       await affiliate.register(async (login) => {
         await rateLimited(login, deps.config.RATE_LIMIT_PER_MINUTE, clientAddressKey);

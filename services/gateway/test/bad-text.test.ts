@@ -19,7 +19,17 @@ const badValues = { "U+0000": nul, "a lone high surrogate": loneHigh, "a lone lo
 type Method = "POST" | "PUT" | "PATCH" | "GET" | "DELETE";
 
 /** Fields with a fixed vocabulary or format: bad text fails that rule, whose message is the field's own. */
-const formatted = new Set(["status", "type", "action", "occurred_at", "since", "until", "commission_type", "outcome"]);
+const formatted = new Set([
+  "status",
+  "type",
+  "action",
+  "occurred_at",
+  "since",
+  "until",
+  "commission_type",
+  "outcome",
+  "format",
+]);
 
 /** A request with one bad body field, by route: a valid body, and which field to spoil. */
 const bodyFields: { method: Method; url: string; body: Record<string, unknown>; field: string }[] = [
@@ -145,7 +155,11 @@ const routes = await declaredRoutes();
 const queryFields = routes
   .filter((route) => route.declaration.query !== undefined && route.declaration.parseQuery === undefined)
   .flatMap((route) =>
-    textFieldsOf(route.declaration.query).map((field) => ({ url: pathOf(route, () => "id_1"), field })),
+    textFieldsOf(route.declaration.query).map((field) => ({
+      method: route.method,
+      url: pathOf(route, () => "id_1"),
+      field,
+    })),
   );
 
 /** Every path id of every route, and the resource its owner words an unknown one as. */
@@ -207,11 +221,11 @@ describe("the matrix covers every route", () => {
 });
 
 describe("bad text in a query parameter", () => {
-  for (const { url, field } of queryFields) {
-    it(`GET ${url}?${field}=<U+0000>: 400 naming ${field}, no RPC`, async () => {
+  for (const { method, url, field } of queryFields) {
+    it(`${method} ${url}?${field}=<U+0000>: 400 naming ${field}, no RPC`, async () => {
       const gateway = createGateway();
       const before = rpcCount(gateway);
-      const response = await gateway.call("GET", `${url}?${field}=${encodeURIComponent(nul)}`);
+      const response = await gateway.call(method, `${url}?${field}=${encodeURIComponent(nul)}`);
       expect(response.statusCode).toBe(400);
       expect(response.json()).toMatchObject({
         error: "Validation failed",

@@ -113,7 +113,8 @@ describe("an unknown query parameter, on every route", () => {
 });
 
 describe("an unknown body field, on every route that can take a body", () => {
-  for (const route of strictRoutes.filter((route) => route.method !== "GET")) {
+  // A route whose body is a file (text/csv) has no fields to misspell.
+  for (const route of strictRoutes.filter((route) => route.method !== "GET" && !route.declaration.bodyContentType)) {
     it(`${route.method} ${route.url} with { colour }: 400 naming it, no RPC`, async () => {
       const gateway = createGateway();
       const response = await gateway.call(route.method, pathOf(route, anyId), { body: { colour: "red" } });

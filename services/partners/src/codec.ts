@@ -1,4 +1,4 @@
-import { DomainError, enumFilter } from "@affiliate/platform";
+import { DomainError, enumFilter, type PayoutDetails, type WiseReceiverType } from "@affiliate/platform";
 import {
   type CommissionOverride as CommissionOverrideProto,
   CommissionOverrideSchema,
@@ -7,11 +7,14 @@ import {
   type Partnership as PartnershipProto,
   PartnershipSchema,
   PartnershipStatus as PartnershipStatusProto,
+  type PayoutMethod as PayoutMethodProto,
+  PayoutMethodSchema,
   type Product as ProductProto,
   ProductSchema,
   type Program as ProgramProto,
   ProgramSchema,
   RegistrationOutcome as RegistrationOutcomeProto,
+  WiseReceiverType as WiseReceiverTypeProto,
 } from "@affiliate/proto/partners";
 import { create } from "@bufbuild/protobuf";
 import { timestampFromDate } from "@bufbuild/protobuf/wkt";
@@ -163,4 +166,52 @@ export function programToProto(program: Program): ProgramProto {
 
 export function productToProto(product: Product): ProductProto {
   return create(ProductSchema, { ...product, createdAt: timestampFromDate(product.createdAt) });
+}
+
+const receiverTypeToProto: Record<WiseReceiverType, WiseReceiverTypeProto> = {
+  person: WiseReceiverTypeProto.PERSON,
+  institution: WiseReceiverTypeProto.INSTITUTION,
+};
+
+/** The details a SetPayoutMethod request carries (not yet checked); INVALID_ARGUMENT without any. */
+export function payoutDetailsFromProto(method: PayoutMethodProto | undefined): PayoutDetails {
+  const details = method?.details;
+  if (details?.case === "paypal") return { type: "paypal", email: details.value.email };
+  if (details?.case === "wise") {
+    const wise = details.value;
+    return {
+      type: "wise",
+      accountHolderName: wise.accountHolderName,
+      email: wise.email || undefined,
+      iban: wise.iban || undefined,
+      currency: wise.currency || undefined,
+      receiverType: wise.receiverType === WiseReceiverTypeProto.INSTITUTION ? "institution" : "person",
+    };
+  }
+  throw DomainError.invalidField("type", "Must be paypal or wise");
+}
+
+export function payoutMethodToProto(method: {
+  partnershipId: string;
+  details: PayoutDetails;
+  updatedAt: Date;
+}): PayoutMethodProto {
+  const { details } = method;
+  return create(PayoutMethodSchema, {
+    partnershipId: method.partnershipId,
+    updatedAt: timestampFromDate(method.updatedAt),
+    details:
+      details.type === "paypal"
+        ? { case: "paypal", value: { email: details.email } }
+        : {
+            case: "wise",
+            value: {
+              accountHolderName: details.accountHolderName,
+              email: details.email ?? "",
+              iban: details.iban ?? "",
+              currency: details.currency ?? "",
+              receiverType: receiverTypeToProto[details.receiverType],
+            },
+          },
+  });
 }

@@ -1,8 +1,11 @@
 /** The partners process: config -> connections -> RPC server and outbox relay -> close on SIGTERM. */
 import { PageTokens, startServiceProcess } from "@affiliate/platform";
-import { loadPartnersConfig } from "./config.js";
+import { loadPartnersConfig, payoutSealingKey } from "./config.js";
 import { routes, schema } from "./server.js";
 
 const config = loadPartnersConfig();
 const service = await startServiceProcess({ name: "partners", config, schema, publishes: true });
-await service.serve({ routes: routes({ sql: service.sql, pageTokens: new PageTokens(config.PAGE_TOKEN_SECRET) }) });
+const payoutSealing = payoutSealingKey(config.PAYOUT_DETAILS_ENCRYPTION_KEY);
+await service.serve({
+  routes: routes({ sql: service.sql, pageTokens: new PageTokens(config.PAGE_TOKEN_SECRET), payoutSealing }),
+});

@@ -34,16 +34,28 @@ describe("ScrubProfile (partners' EraseCustomer)", () => {
     const email = uniqueEmail();
     const productId = await productWith(email);
     await h.sql`update affiliates set country_last_ip = '203.0.113.9' where email = ${email}`;
-    expect(counts(await erasure.findCustomer({ productId, email }))).toEqual({ affiliate_profiles: 1 });
+    expect(counts(await erasure.findCustomer({ productId, email }))).toEqual({
+      affiliate_profiles: 1,
+      payout_methods: 0,
+    });
 
     const erasureId = newId("ers");
-    expect(counts(await erasure.eraseCustomer({ productId, email, erasureId }))).toEqual({ affiliate_profiles: 1 });
+    expect(counts(await erasure.eraseCustomer({ productId, email, erasureId }))).toEqual({
+      affiliate_profiles: 1,
+      payout_methods: 0,
+    });
     expect(await ipOf(email)).toBeNull();
-    expect(counts(await erasure.findCustomer({ productId, email }))).toEqual({ affiliate_profiles: 0 });
+    expect(counts(await erasure.findCustomer({ productId, email }))).toEqual({
+      affiliate_profiles: 0,
+      payout_methods: 0,
+    });
     // The same erasure repeated answers the same count; a new one counts the profile again (spec 4.11).
-    expect(counts(await erasure.eraseCustomer({ productId, email, erasureId }))).toEqual({ affiliate_profiles: 1 });
+    expect(counts(await erasure.eraseCustomer({ productId, email, erasureId }))).toEqual({
+      affiliate_profiles: 1,
+      payout_methods: 0,
+    });
     const again = await erasure.eraseCustomer({ productId, email, erasureId: newId("ers") });
-    expect(counts(again)).toEqual({ affiliate_profiles: 1 });
+    expect(counts(again)).toEqual({ affiliate_profiles: 1, payout_methods: 0 });
   });
 
   it("leaves a profile that is only in other products alone, and does not count it", async () => {
@@ -52,7 +64,7 @@ describe("ScrubProfile (partners' EraseCustomer)", () => {
     await h.sql`update affiliates set country_last_ip = '203.0.113.10' where email = ${email}`;
     const { product } = await h.admin.createProduct({ name: "unrelated" });
     const response = await erasure.eraseCustomer({ productId: product?.id ?? "", email, erasureId: newId("ers") });
-    expect(counts(response)).toEqual({ affiliate_profiles: 0 });
+    expect(counts(response)).toEqual({ affiliate_profiles: 0, payout_methods: 0 });
     expect(await ipOf(email)).toBe("203.0.113.10");
   });
 });

@@ -1,5 +1,6 @@
 import {
   PayoutAction as PayoutActionProto,
+  PayoutFileFormat as PayoutFileFormatProto,
   PayoutLineKind,
   type PayoutLine as PayoutLineProto,
   PayoutLineSchema,
@@ -9,6 +10,7 @@ import {
 } from "@affiliate/proto/payouts";
 import { create } from "@bufbuild/protobuf";
 import { timestampFromDate } from "@bufbuild/protobuf/wkt";
+import type { PayoutFileFormat } from "./domain/payout-files/formats.js";
 import type { Payout, PayoutAction, PayoutStatus } from "./domain/types.js";
 import type { PayoutLine } from "./store/payouts.js";
 
@@ -25,6 +27,12 @@ export const payoutActionToProto: Record<PayoutAction, PayoutActionProto> = {
   reject: PayoutActionProto.REJECT,
   mark_paid: PayoutActionProto.MARK_PAID,
   mark_failed: PayoutActionProto.MARK_FAILED,
+};
+
+export const payoutFileFormatToProto: Record<PayoutFileFormat, PayoutFileFormatProto> = {
+  csv: PayoutFileFormatProto.CSV,
+  paypal: PayoutFileFormatProto.PAYPAL,
+  wise: PayoutFileFormatProto.WISE,
 };
 
 export function payoutToProto(p: Payout): PayoutProto {

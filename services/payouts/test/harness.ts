@@ -1,4 +1,13 @@
-import { createLogger, createSql, errorMapping, migrate, newId, PageTokens, type Sql } from "@affiliate/platform";
+import {
+  createLogger,
+  createSql,
+  errorMapping,
+  migrate,
+  newId,
+  PageTokens,
+  type PayoutDetails,
+  type Sql,
+} from "@affiliate/platform";
 import {
   type CommissionRefunded,
   CommissionRefundedSchema,
@@ -6,7 +15,7 @@ import {
   CommissionStatus,
   LedgerService,
 } from "@affiliate/proto/ledger";
-import { PartnersAdminService, PartnershipStatus, PartnersService } from "@affiliate/proto/partners";
+import { PartnersAdminService, PartnershipStatus, PartnersService, WiseReceiverType } from "@affiliate/proto/partners";
 import {
   type Payout,
   PayoutApprovedSchema,
@@ -196,6 +205,10 @@ export class FakePartners {
   readonly minimums = new Map<string, number>();
   readonly partnerships = new Map<string, { productId: string; status: PartnershipStatus }>();
   readonly batchSizes: number[] = [];
+  /** Payout methods in clear, by partnership, as RevealPayoutMethods answers them. */
+  readonly payoutMethods = new Map<string, PayoutDetails>();
+  /** How many ids each RevealPayoutMethods call carried. */
+  readonly revealSizes: number[] = [];
 
   product(payoutMinimumCents = 5000): string {
     const id = newId("prd");
@@ -215,6 +228,37 @@ export class FakePartners {
         const minimum = this.minimums.get(productId);
         if (minimum === undefined) throw new ConnectError(`Product ${productId} not found`, Code.NotFound);
         return { program: { productId, payoutMinimumCents: BigInt(minimum), currency: "usd" } };
+      },
+      revealPayoutMethods: ({ productId, partnershipIds }) => {
+        if (partnershipIds.length > 100) throw new ConnectError("At most 100 ids", Code.InvalidArgument);
+        this.revealSizes.push(partnershipIds.length);
+        return {
+          methods: partnershipIds.flatMap((id) => {
+            const details = this.payoutMethods.get(id);
+            if (!details || this.partnerships.get(id)?.productId !== productId) return [];
+            return [
+              {
+                partnershipId: id,
+                details:
+                  details.type === "paypal"
+                    ? { case: "paypal" as const, value: { email: details.email } }
+                    : {
+                        case: "wise" as const,
+                        value: {
+                          accountHolderName: details.accountHolderName,
+                          email: details.email ?? "",
+                          iban: details.iban ?? "",
+                          currency: details.currency ?? "",
+                          receiverType:
+                            details.receiverType === "institution"
+                              ? WiseReceiverType.INSTITUTION
+                              : WiseReceiverType.PERSON,
+                        },
+                      },
+              },
+            ];
+          }),
+        };
       },
       batchGetPartnerships: ({ productId, partnershipIds }) => {
         if (partnershipIds.length > 100) throw new ConnectError("At most 100 ids", Code.InvalidArgument);

@@ -206,6 +206,46 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/payouts/export": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The batch file a payment provider takes for the approved payouts
+         * @description Writes the file from the affiliates' payout methods (in clear: the one place they are). A payout whose affiliate set no method, chose the other provider, or whose amount is not above 0 is left out and named in the Payouts-Skipped header (format=csv lists every approved payout, with skipped_reason). Payouts are named by a 28-character reference (PO…, the payout id in base 32, which PayPal's 30-character Customer ID holds); the import reads it back. The export changes nothing: payouts stay approved until a result file is imported (or mark_paid). With no approved payout, the file is only its header (PayPal's format has none: an empty file).
+         */
+        get: operations["exportPayouts"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/payouts/import": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Mark payouts paid or failed from a provider's result file
+         * @description All or nothing per file: every line must name an approved payout of the program (or one that already has the line's outcome: unchanged) with a status the format knows; otherwise nothing is applied and the answer is the validation envelope with one fieldErrors entry per refused line, keyed `line N`. A paid line completes the payout (its reference becomes gateway_transfer_id; payout.completed is sent and its commissions become paid); a failed line fails it (the reason is kept), and it can be approved again. A provider status that is not final (PayPal UNCLAIMED, a Wise transfer still processing) changes nothing. The file's SHA-256 is kept: the same file again answers 200 with already_imported true and the first import's counts, and changes nothing, also when both arrive at once.
+         */
+        post: operations["importPayoutResults"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/payouts/generate": {
         parameters: {
             query?: never;
@@ -262,6 +302,26 @@ export interface paths {
          * @description approve needs pending or failed; reject needs pending (the payout is deleted and answered with status rejected; a later read is 404); mark_paid needs approved (status completed, paid_at set, reference stored as gateway_transfer_id); mark_failed needs approved (status failed). Another state, or an unknown action: 400 { error }.
          */
         patch: operations["updatePayout"];
+        trace?: never;
+    };
+    "/api/v1/affiliates/{id}/payout-method": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * How an affiliate is paid, masked
+         * @description The method the affiliate set in the portal. Personal details are masked (`a***@example.com`, `DE89**************3000`, `A*** L***`); only the payout export (GET /api/v1/payouts/export) writes them in clear.
+         */
+        get: operations["getAffiliatePayoutMethodOfPartnership"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
         trace?: never;
     };
     "/api/v1/program": {
@@ -718,6 +778,34 @@ export interface paths {
         put?: never;
         post?: never;
         delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/affiliate/v1/payout-method": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * How the affiliate is paid
+         * @description Personal details are masked (`a***@example.com`, `DE89**************3000`, `A*** L***`); only the payout export (GET /api/v1/payouts/export) writes them in clear.
+         */
+        get: operations["getAffiliatePayoutMethod"];
+        /**
+         * Set how the affiliate is paid: PayPal or Wise
+         * @description Replaces any previous method. type paypal: the PayPal account's email. type wise: the account holder's name and an IBAN (checked: country, length, check digits), or an email for Wise to ask for bank details; optionally the currency received and the receiver type. Each field is checked and refused by name. Personal details are masked (`a***@example.com`, `DE89**************3000`, `A*** L***`); only the payout export (GET /api/v1/payouts/export) writes them in clear.
+         */
+        put: operations["setAffiliatePayoutMethod"];
+        post?: never;
+        /**
+         * Forget how the affiliate is paid
+         * @description Idempotent: 204 whether or not a method was set. Payouts are then left out of the export until a new one is set.
+         */
+        delete: operations["deleteAffiliatePayoutMethod"];
         options?: never;
         head?: never;
         patch?: never;
@@ -1352,6 +1440,45 @@ export interface components {
              */
             since?: string;
         };
+        SetPayoutMethodRequest: components["schemas"]["PaypalPayoutMethodRequest"] | components["schemas"]["WisePayoutMethodRequest"];
+        PaypalPayoutMethodRequest: {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "paypal";
+            /**
+             * @description The PayPal account's email.
+             * @example ada@example.com
+             */
+            email: string;
+        };
+        WisePayoutMethodRequest: {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "wise";
+            /**
+             * @description The name on the recipient's account, as the bank knows it.
+             * @example Ada Lovelace
+             */
+            account_holder_name: string;
+            /**
+             * @description The IBAN (spaces allowed). Without one, `email` is required.
+             * @example DE89 3704 0044 0532 0130 00
+             */
+            iban?: string;
+            /** @description The recipient's email: Wise asks it for bank details when there is no IBAN. */
+            email?: string;
+            /** @description What the recipient receives (ISO 4217, e.g. EUR); default: the program's currency. */
+            currency?: string;
+            /**
+             * @description Wise's receiverType; default person.
+             * @enum {string}
+             */
+            receiver_type?: "person" | "institution";
+        };
         AffiliateLoginRequest: {
             /** @description The program's product id (prd_…). */
             product_id: string;
@@ -1726,6 +1853,60 @@ export interface components {
                 /** @description What remains of the payment after earlier refunds, when that is what was exceeded. */
                 refundable_cents?: number;
             };
+        };
+        PayoutImport: {
+            /** @description The file's SHA-256 (hex): a file is imported once. */
+            file_sha256: string;
+            /** @description True when this file was imported before: nothing changed now; the counts are the first import's. */
+            already_imported: boolean;
+            /** @enum {string} */
+            format: "paypal" | "wise" | "csv";
+            /** @description Payouts the import marked paid (completed). */
+            paid: number;
+            /** @description Payouts the import marked failed. */
+            failed: number;
+            /** @description Lines whose payout already had that outcome. */
+            unchanged: number;
+            /** @description Lines whose provider status is not final. */
+            pending: number;
+            /**
+             * Format: date-time
+             * @description When the file was (first) imported.
+             */
+            imported_at: string;
+            /** @description Each line's outcome; empty for a repeated import. */
+            lines: {
+                /** @description The line's number in the file (the header is line 1). */
+                line: number;
+                payout_id: string;
+                /**
+                 * @description paid / failed: this import marked the payout so. unchanged: it already had that outcome. pending: the provider has not finished with it; nothing changed.
+                 * @enum {string}
+                 */
+                outcome: "paid" | "failed" | "unchanged" | "pending";
+            }[];
+        };
+        PayoutMethod: {
+            /** @enum {string} */
+            type: "paypal" | "wise";
+            /**
+             * @description Masked (`a***@example.com`); null when none.
+             * @example a***@example.com
+             */
+            email: string | null;
+            /** @description Wise: masked (`A*** L***`); null for PayPal. */
+            account_holder_name: string | null;
+            /** @description Wise: masked (`DE89**************3000`); null when none. */
+            iban: string | null;
+            /** @description Wise: the currency received; null: the program's. */
+            currency: string | null;
+            /** @description Wise: person or institution; null for PayPal. */
+            receiver_type: ("person" | "institution") | null;
+            /**
+             * Format: date-time
+             * @description When the affiliate last set it.
+             */
+            updated_at: string;
         };
         /** @description The customer, for the limits: `provider_customer_id`, else `customer_email`; a payment with neither is its own first payment. A payment past a limit is recorded, attributed and counted in stats, and earns nothing (`commission_skipped`). */
         Program: {
@@ -3900,6 +4081,204 @@ export interface operations {
             };
         };
     };
+    exportPayouts: {
+        parameters: {
+            query: {
+                /** @description paypal: PayPal Payouts' upload CSV (no header row; email, amount, currency, Customer ID, note, PAYPAL) of the payouts whose affiliate chose PayPal. wise: Wise's batch template (name, recipientEmail, paymentReference, receiverType, amountCurrency, amount, sourceCurrency, targetCurrency, IBAN) of those who chose Wise. csv: every approved payout with its method in clear, the ones no provider file can pay with their skipped_reason. */
+                format: "paypal" | "wise" | "csv";
+                /** @description Which payouts: approved (the only value, and the default): those ready to transfer. */
+                status?: "approved";
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The file (text/csv, UTF-8, CRLF line ends) */
+            200: {
+                headers: {
+                    /** @description attachment; filename="payouts-<format>-<date>.csv" */
+                    "content-disposition": string;
+                    /** @description How many payouts the file pays. */
+                    "payouts-exported-count": string;
+                    /** @description Their sum, in cents of the program's currency. */
+                    "payouts-exported-cents": string;
+                    /** @description Approved payouts the file leaves out. */
+                    "payouts-skipped-count": string;
+                    /** @description The first 100 of them as payout_id=reason, comma-separated (reasons: no_payout_method, other_payout_method, amount_not_positive); format=csv lists every one. */
+                    "payouts-skipped": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/csv": string;
+                };
+            };
+            /** @description A format other than paypal, wise or csv, a status other than approved, or an unknown query parameter */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ValidationError"];
+                };
+            };
+            /** @description Missing x-api-key header, invalid key format, or an invalid or revoked key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A test-mode key (sk_test_) was sent to the management API */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Rate limit exceeded for this key */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A service behind the gateway cannot be reached or could not apply the request in time; nothing was applied, retry later */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The outcome is unknown (the connection to a service was lost after the request left): repeat with the same Idempotency-Key, or read the resource, before retrying */
+            504: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    importPayoutResults: {
+        parameters: {
+            query?: {
+                /** @description The file's layout; recognised from its header when not given. */
+                format?: "paypal" | "wise" | "csv";
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "text/csv": string;
+            };
+        };
+        responses: {
+            /** @description What the file did (or, already_imported, what it did the first time) */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["PayoutImport"];
+                    };
+                };
+            };
+            /** @description The file was refused, nothing applied: the validation envelope, fieldErrors keyed `line N` (a bad header, a field count, an unknown payout, an unknown status, a payout in a state the line cannot move, a payout listed twice); or an unknown query parameter */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ValidationError"] | components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing x-api-key header, invalid key format, or an invalid or revoked key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A test-mode key (sk_test_) was sent to the management API */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Request body over 1 MiB */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A body that is not text/csv */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Rate limit exceeded for this key */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A service behind the gateway cannot be reached or could not apply the request in time; nothing was applied, retry later */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The outcome is unknown (the connection to a service was lost after the request left): repeat with the same Idempotency-Key, or read the resource, before retrying */
+            504: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
     generatePayouts: {
         parameters: {
             query?: never;
@@ -4259,6 +4638,98 @@ export interface operations {
             };
             /** @description Content type other than application/json */
             415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Rate limit exceeded for this key */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A service behind the gateway cannot be reached or could not apply the request in time; nothing was applied, retry later */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The outcome is unknown (the connection to a service was lost after the request left): repeat with the same Idempotency-Key, or read the resource, before retrying */
+            504: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getAffiliatePayoutMethodOfPartnership: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Partnership id (ptn_…). */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The method, masked */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["PayoutMethod"];
+                    };
+                };
+            };
+            /** @description Validation failed, or an unknown query parameter */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ValidationError"];
+                };
+            };
+            /** @description Missing x-api-key header, invalid key format, or an invalid or revoked key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A test-mode key (sk_test_) was sent to the management API */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No such affiliate, or it has set no payout method */
+            404: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -6979,6 +7450,244 @@ export interface operations {
             };
             /** @description Not found in this product */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Rate limit exceeded for this token */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A service behind the gateway cannot be reached or could not apply the request in time; nothing was applied, retry later */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The outcome is unknown (the connection to a service was lost after the request left): repeat with the same Idempotency-Key, or read the resource, before retrying */
+            504: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getAffiliatePayoutMethod: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The method, masked */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["PayoutMethod"];
+                    };
+                };
+            };
+            /** @description Validation failed, or an unknown query parameter */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ValidationError"];
+                };
+            };
+            /** @description No bearer token, or one that is unknown, revoked, expired, or whose affiliate is no longer active */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No payout method set yet */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Rate limit exceeded for this token */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A service behind the gateway cannot be reached or could not apply the request in time; nothing was applied, retry later */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The outcome is unknown (the connection to a service was lost after the request left): repeat with the same Idempotency-Key, or read the resource, before retrying */
+            504: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    setAffiliatePayoutMethod: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["SetPayoutMethodRequest"];
+            };
+        };
+        responses: {
+            /** @description The method as stored, masked */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["PayoutMethod"];
+                    };
+                };
+            };
+            /** @description A field that is missing or wrong (validation envelope, by field), an unknown field or type, or malformed JSON */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ValidationError"] | components["schemas"]["Error"];
+                };
+            };
+            /** @description No bearer token, or one that is unknown, revoked, expired, or whose affiliate is no longer active */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Request body over 1 MiB */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Content type other than application/json */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Rate limit exceeded for this token */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A service behind the gateway cannot be reached or could not apply the request in time; nothing was applied, retry later */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The outcome is unknown (the connection to a service was lost after the request left): repeat with the same Idempotency-Key, or read the resource, before retrying */
+            504: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    deleteAffiliatePayoutMethod: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Forgotten */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Validation failed, or an unknown query parameter */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ValidationError"];
+                };
+            };
+            /** @description No bearer token, or one that is unknown, revoked, expired, or whose affiliate is no longer active */
+            401: {
                 headers: {
                     [name: string]: unknown;
                 };

@@ -35,6 +35,14 @@ export const operationTable = {
     "paged": false,
     "int64": {}
   },
+  "deleteAffiliatePayoutMethod": {
+    "method": "DELETE",
+    "path": "/affiliate/v1/payout-method",
+    "credential": "bearer",
+    "idempotencyKey": false,
+    "paged": false,
+    "int64": {}
+  },
   "deleteWebhook": {
     "method": "DELETE",
     "path": "/api/v1/webhooks/{id}",
@@ -66,6 +74,15 @@ export const operationTable = {
     "idempotencyKey": false,
     "paged": false,
     "int64": {}
+  },
+  "exportPayouts": {
+    "method": "GET",
+    "path": "/api/v1/payouts/export",
+    "credential": "apiKey",
+    "idempotencyKey": false,
+    "paged": false,
+    "int64": {},
+    "textAnswer": "text/csv"
   },
   "generatePayouts": {
     "method": "POST",
@@ -139,6 +156,22 @@ export const operationTable = {
         }
       }
     }
+  },
+  "getAffiliatePayoutMethod": {
+    "method": "GET",
+    "path": "/affiliate/v1/payout-method",
+    "credential": "bearer",
+    "idempotencyKey": false,
+    "paged": false,
+    "int64": {}
+  },
+  "getAffiliatePayoutMethodOfPartnership": {
+    "method": "GET",
+    "path": "/api/v1/affiliates/{id}/payout-method",
+    "credential": "apiKey",
+    "idempotencyKey": false,
+    "paged": false,
+    "int64": {}
   },
   "getAffiliateStats": {
     "method": "GET",
@@ -271,6 +304,15 @@ export const operationTable = {
     "idempotencyKey": false,
     "paged": false,
     "int64": {}
+  },
+  "importPayoutResults": {
+    "method": "POST",
+    "path": "/api/v1/payouts/import",
+    "credential": "apiKey",
+    "idempotencyKey": false,
+    "paged": false,
+    "int64": {},
+    "textBody": "text/csv"
   },
   "listAffiliateCommissions": {
     "method": "GET",
@@ -493,6 +535,14 @@ export const operationTable = {
     "method": "POST",
     "path": "/api/v1/webhooks/{id}/rotate-secret",
     "credential": "apiKey",
+    "idempotencyKey": false,
+    "paged": false,
+    "int64": {}
+  },
+  "setAffiliatePayoutMethod": {
+    "method": "PUT",
+    "path": "/affiliate/v1/payout-method",
+    "credential": "bearer",
     "idempotencyKey": false,
     "paged": false,
     "int64": {}

@@ -30,6 +30,8 @@ export interface RouteAnswer {
   description: string;
   schema?: z.ZodType;
   headers?: z.ZodObject;
+  /** The media type of `schema`'s body; application/json unless said (a payout file's text/csv). */
+  contentType?: string;
 }
 
 type PathParams = z.ZodType<Record<string, string>>;
@@ -75,6 +77,8 @@ export interface RouteDeclaration<
   body?: Body;
   /** Whether a request must carry the body (default: yes, when there is one). */
   bodyRequired?: boolean;
+  /** The body's media type; application/json unless said (a payout result file's text/csv). */
+  bodyContentType?: string;
   /** The body as documented, when its items are checked one by one by the handler (batches). */
   documentedBody?: z.ZodType;
   /** How the body is read when its rules reach beyond its schema (the refund's key header). */

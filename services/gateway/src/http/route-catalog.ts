@@ -28,7 +28,7 @@ export interface DeclaredRoute extends RegisteredRoute {
 export const openApiPath = (url: string) => url.replace(/:([A-Za-z0-9_]+)/g, "{$1}");
 
 function operationOf(declaration: AnyRouteDeclaration): ZodOpenApiOperationObject {
-  const json = (schema: z.ZodType) => ({ content: { "application/json": { schema } } });
+  const json = (schema: z.ZodType, contentType = "application/json") => ({ content: { [contentType]: { schema } } });
   const body = declaration.documentedBody ?? declaration.body;
   const responses: Record<string, ZodOpenApiResponseObject> = sharedAnswers(declaration);
   // A route's own answer replaces the shared one of its status; without a schema of its own it
@@ -38,7 +38,7 @@ function operationOf(declaration: AnyRouteDeclaration): ZodOpenApiOperationObjec
       ...responses[status],
       description: answer.description,
       ...(answer.headers ? { headers: answer.headers } : {}),
-      ...(answer.schema ? json(answer.schema) : {}),
+      ...(answer.schema ? json(answer.schema, answer.contentType) : {}),
     };
   }
   // Path, query and header schemas are zod objects; the declaration's types only say zod.
@@ -55,7 +55,9 @@ function operationOf(declaration: AnyRouteDeclaration): ZodOpenApiOperationObjec
     ...(declaration.access === "public" ? { security: [] } : {}),
     ...(declaration.access === "affiliate" ? { security: [{ affiliateToken: [] }] } : {}),
     ...(Object.keys(requestParams).length > 0 ? { requestParams } : {}),
-    ...(body ? { requestBody: { required: declaration.bodyRequired ?? true, ...json(body) } } : {}),
+    ...(body
+      ? { requestBody: { required: declaration.bodyRequired ?? true, ...json(body, declaration.bodyContentType) } }
+      : {}),
     responses,
   };
 }

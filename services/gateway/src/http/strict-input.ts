@@ -26,6 +26,17 @@ const defOf = (schema: z.ZodType): Def => schema._zod.def as unknown as Def;
 const isRecord = (value: unknown): value is Record<string, unknown> =>
   typeof value === "object" && value !== null && !Array.isArray(value);
 
+/** The option of a discriminated union whose literal discriminator `value` carries, if any. */
+function optionNamedBy(def: Def, value: unknown): z.ZodType | undefined {
+  const discriminator = def.discriminator;
+  if (typeof discriminator !== "string" || !isRecord(value) || !Object.hasOwn(value, discriminator)) return undefined;
+  return (def.options as z.ZodType[]).find((option) => {
+    const field = fieldSchemasOf(option)[discriminator];
+    const values = field ? defOf(field).values : undefined;
+    return Array.isArray(values) && values.includes(value[discriminator]);
+  });
+}
+
 function unknownNames(schema: z.ZodType, value: unknown, path: (string | number)[]): UnknownName[] {
   const def = defOf(schema);
   switch (def.type) {
@@ -63,6 +74,10 @@ function unknownNames(schema: z.ZodType, value: unknown, path: (string | number)
         ? Object.entries(value).flatMap(([key, item]) => unknownNames(def.valueType as z.ZodType, item, [...path, key]))
         : [];
     case "union": {
+      // A discriminated union whose discriminator names an option: that option alone speaks, so
+      // a field of another option (an `iban` beside type paypal) is unknown here.
+      const chosen = optionNamedBy(def, value);
+      if (chosen) return unknownNames(chosen, value, path);
       // A name is unknown when no option knows it: the option that fits best speaks.
       const byOption = (def.options as z.ZodType[]).map((option) => unknownNames(option, value, path));
       return byOption.reduce((best, names) => (names.length < best.length ? names : best));

@@ -1,4 +1,11 @@
-import { DomainError, enumFilter, fromProtoEnum, type PageTokens, type Sql } from "@affiliate/platform";
+import {
+  DomainError,
+  enumFilter,
+  fromProtoEnum,
+  type PageTokens,
+  type SealingKey,
+  type Sql,
+} from "@affiliate/platform";
 import {
   type AffiliateRegistration,
   BulkRegistrationResultSchema,
@@ -14,6 +21,8 @@ import {
   keyModeToProto,
   outcomeToProto,
   partnershipToProto,
+  payoutDetailsFromProto,
+  payoutMethodToProto,
   programChangesFromProto,
   programToProto,
   statusToProto,
@@ -27,6 +36,7 @@ import { authenticateAffiliateToken, mintAffiliateToken, revokeAffiliateTokens }
 import { authenticate } from "../domain/authenticate.js";
 import { bulkRegisterAffiliates } from "../domain/bulk-register-affiliates.js";
 import { listPartnershipsPage } from "../domain/list-partnerships.js";
+import { deletePayoutMethod, getPayoutMethod, revealPayoutMethods, setPayoutMethod } from "../domain/payout-methods.js";
 import { registerAffiliate } from "../domain/register-affiliate.js";
 import { resolveAttribution } from "../domain/resolve-attribution.js";
 import type { Registration } from "../domain/types.js";
@@ -37,6 +47,8 @@ import { getProgramOrThrow } from "../store/programs.js";
 
 export interface PartnersServiceDeps {
   sql: Sql;
+  /** Seals affiliates' payout details at rest (PAYOUT_DETAILS_ENCRYPTION_KEY). */
+  payoutSealing: SealingKey;
   pageTokens: PageTokens;
   /** The least time a sign-in request takes (affiliate-login.ts); tests shorten it. */
   loginAnswerFloorMs?: number;
@@ -60,7 +72,9 @@ export function createPartnersService({
   sql,
   pageTokens,
   loginAnswerFloorMs,
+  payoutSealing,
 }: PartnersServiceDeps): ServiceImpl<typeof PartnersService> {
+  const methods = { sql, payoutSealing };
   return {
     async authenticate(req) {
       const key = await authenticate(sql, req.apiKey);
@@ -208,6 +222,25 @@ export function createPartnersService({
 
     async exchangeAffiliateLoginCode(req) {
       return issuedTokenToProto(await exchangeAffiliateLoginCode(sql, req.code));
+    },
+
+    async setPayoutMethod(req) {
+      const partnershipId = req.method?.partnershipId ?? "";
+      const details = payoutDetailsFromProto(req.method);
+      return { method: payoutMethodToProto(await setPayoutMethod(methods, req.productId, partnershipId, details)) };
+    },
+
+    async getPayoutMethod(req) {
+      return { method: payoutMethodToProto(await getPayoutMethod(methods, req.productId, req.partnershipId)) };
+    },
+
+    async deletePayoutMethod(req) {
+      return { deleted: await deletePayoutMethod(methods, req.productId, req.partnershipId) };
+    },
+
+    async revealPayoutMethods(req) {
+      const revealed = await revealPayoutMethods(methods, req.productId, req.partnershipIds);
+      return { methods: revealed.map(payoutMethodToProto) };
     },
 
     async resolveAttribution(req) {

@@ -1,3 +1,5 @@
+import type { PayoutDetails } from "@affiliate/platform";
+
 /**
  * What the payouts use cases need from other services, in the domain's words. The adapters in
  * rpc/downstream.ts implement them over Connect; tests can back them with in-memory routers.
@@ -41,6 +43,13 @@ export interface Ledger {
 /** Partners owns programs and partnerships. */
 export interface Partners {
   payoutMinimumCents(productId: string): Promise<bigint>;
+  /** The program's currency, uppercase ISO 4217 ("USD"). */
+  programCurrency(productId: string): Promise<string>;
+  /**
+   * The payout methods (in clear: for the export alone) of those of `partnershipIds` that have
+   * one, by partnership id. Any number of ids: the adapter batches them.
+   */
+  payoutMethods(productId: string, partnershipIds: string[]): Promise<Map<string, PayoutDetails>>;
   /** The ids among `partnershipIds` that are active partnerships of the product. */
   activePartnerships(productId: string, partnershipIds: string[]): Promise<Set<string>>;
   /** Every product, for the scheduled generation. */

@@ -1,6 +1,12 @@
-import { asRead } from "@affiliate/platform";
+import { asRead, inBatches, type PayoutDetails } from "@affiliate/platform";
 import type { LedgerService } from "@affiliate/proto/ledger";
-import { type PartnersAdminService, PartnershipStatus, type PartnersService } from "@affiliate/proto/partners";
+import {
+  type PartnersAdminService,
+  PartnershipStatus,
+  type PartnersService,
+  type PayoutMethod,
+  WiseReceiverType,
+} from "@affiliate/proto/partners";
 import type { Client } from "@connectrpc/connect";
 import type { Ledger, Partners } from "../domain/ports.js";
 
@@ -34,6 +40,24 @@ export function ledgerOver(client: Client<typeof LedgerService>): Ledger {
 
 /** BatchGetPartnerships takes at most this many ids per call. */
 const batchSize = 100;
+/** RevealPayoutMethods takes at most this many ids per call. */
+const revealBatchSize = 100;
+
+/** A revealed method in the domain's words; undefined for a method this code does not know. */
+function payoutDetailsOf(method: PayoutMethod): PayoutDetails | undefined {
+  const { details } = method;
+  if (details.case === "paypal") return { type: "paypal", email: details.value.email };
+  if (details.case !== "wise") return undefined;
+  const wise = details.value;
+  return {
+    type: "wise",
+    accountHolderName: wise.accountHolderName,
+    email: wise.email || undefined,
+    iban: wise.iban || undefined,
+    currency: wise.currency || undefined,
+    receiverType: wise.receiverType === WiseReceiverType.INSTITUTION ? "institution" : "person",
+  };
+}
 
 /** Partners' program and partnership reads in the domain's words (reads: see asRead). */
 export function partnersOver(
@@ -45,6 +69,24 @@ export function partnersOver(
       const { program } = await asRead(client.getProgram({ productId }));
       if (!program) throw new Error(`partners returned no program for product ${productId}`);
       return program.payoutMinimumCents;
+    },
+    async programCurrency(productId) {
+      const { program } = await asRead(client.getProgram({ productId }));
+      if (!program) throw new Error(`partners returned no program for product ${productId}`);
+      return program.currency.toUpperCase();
+    },
+    async payoutMethods(productId, partnershipIds) {
+      const answers = await Promise.all(
+        inBatches(partnershipIds, revealBatchSize).map((ids) =>
+          asRead(client.revealPayoutMethods({ productId, partnershipIds: ids })),
+        ),
+      );
+      const methods = new Map<string, PayoutDetails>();
+      for (const method of answers.flatMap((answer) => answer.methods)) {
+        const details = payoutDetailsOf(method);
+        if (details) methods.set(method.partnershipId, details);
+      }
+      return methods;
     },
     async activePartnerships(productId, partnershipIds) {
       const active = new Set<string>();

@@ -1,10 +1,20 @@
 import { DomainError, enumFilter, fromProtoEnum, type PageTokens } from "@affiliate/platform";
 import type { PayoutsService } from "@affiliate/proto/payouts";
+import { PayoutFileFormat } from "@affiliate/proto/payouts";
+import { timestampFromDate } from "@bufbuild/protobuf/wkt";
 import type { ServiceImpl } from "@connectrpc/connect";
-import { linesToProto, payoutActionToProto, payoutStatusToProto, payoutToProto } from "../codec.js";
+import {
+  linesToProto,
+  payoutActionToProto,
+  payoutFileFormatToProto,
+  payoutStatusToProto,
+  payoutToProto,
+} from "../codec.js";
+import { exportPayouts } from "../domain/export-payouts.js";
 import type { PayoutDeps } from "../domain/finish-drafts.js";
 import { generatePayouts } from "../domain/generate-payouts.js";
 import { getPayout } from "../domain/get-payout.js";
+import { importPayoutResults } from "../domain/import-payout-results.js";
 import { listPayoutsPage } from "../domain/list-payouts.js";
 import { updatePayout } from "../domain/update-payout.js";
 
@@ -58,6 +68,39 @@ export function createPayoutsService(deps: PayoutsServiceDeps): ServiceImpl<type
         now: clock(),
       });
       return { payout: payoutToProto(result.payout), deleted: result.deleted };
+    },
+
+    async exportPayouts(req) {
+      const format = fromProtoEnum(payoutFileFormatToProto, req.format);
+      if (!format) throw DomainError.invalidField("format", "Format must be paypal, wise or csv");
+      const file = await exportPayouts(deps, req.productId, format);
+      return {
+        content: file.content,
+        exportedCount: BigInt(file.exportedCount),
+        exportedCents: file.exportedCents,
+        skipped: file.skipped,
+        currency: file.currency,
+      };
+    },
+
+    async importPayoutResults(req) {
+      const format =
+        req.format === PayoutFileFormat.UNSPECIFIED ? undefined : fromProtoEnum(payoutFileFormatToProto, req.format);
+      if (req.format !== PayoutFileFormat.UNSPECIFIED && !format) {
+        throw DomainError.invalidField("format", "Format must be paypal, wise or csv");
+      }
+      const imported = await importPayoutResults(sql, req.productId, { content: req.content, format, now: clock() });
+      return {
+        fileSha256: imported.fileSha256,
+        alreadyImported: imported.alreadyImported,
+        format: payoutFileFormatToProto[imported.format],
+        paidCount: BigInt(imported.paidCount),
+        failedCount: BigInt(imported.failedCount),
+        unchangedCount: BigInt(imported.unchangedCount),
+        pendingCount: BigInt(imported.pendingCount),
+        importedAt: timestampFromDate(imported.importedAt),
+        lines: imported.lines,
+      };
     },
   };
 }

@@ -2,7 +2,7 @@ import { DomainError, type Queryable } from "@affiliate/platform";
 import type { Payout, PayoutStatus } from "../domain/types.js";
 
 /** A payout's amounts are sums: read as numeric, they reach the code as exact bigints. */
-const payoutColumns = (sql: Queryable) => sql`
+export const payoutColumns = (sql: Queryable) => sql`
   id, product_id, partnership_id, status, amount_cents::numeric as amount_cents,
   adjustment_cents::numeric as adjustment_cents, commission_count, created_at, approved_at, paid_at,
   gateway_transfer_id, failure_reason`;
