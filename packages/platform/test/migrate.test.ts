@@ -14,6 +14,7 @@ const platformFiles = [
   "platform/0003_job_notify.sql",
   "platform/0004_erasure_counts.sql",
   "platform/0011_wake_without_notify.sql",
+  "platform/0070_autovacuum_hot_tables.sql",
 ];
 
 let database: TestDatabase;
@@ -109,6 +110,22 @@ describe("migrate", () => {
       select column_name from information_schema.columns
       where table_schema = ${schema} and table_name = 'widgets' order by ordinal_position`;
     expect(columns.map((column) => column.columnName)).toEqual(["id", "note"]);
+  });
+
+  it("gives the platform's hot tables their own autovacuum settings (production runs autovacuum)", async () => {
+    const schema = newSchema();
+    const dir = await directory({});
+    await migrate(sql, schema, dir.path);
+    const rows = await sql<{ relname: string; reloptions: string[] }[]>`
+      select c.relname, c.reloptions from pg_class c join pg_namespace n on n.oid = c.relnamespace
+      where n.nspname = ${schema} and c.relname in ('outbox', 'applied_events') order by c.relname`;
+    expect(rows).toEqual([
+      { relname: "applied_events", reloptions: expect.arrayContaining(["autovacuum_vacuum_scale_factor=0.05"]) },
+      {
+        relname: "outbox",
+        reloptions: expect.arrayContaining(["autovacuum_vacuum_scale_factor=0", "autovacuum_vacuum_threshold=1000"]),
+      },
+    ]);
   });
 
   it("applies nothing when run again", async () => {

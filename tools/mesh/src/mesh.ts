@@ -1,7 +1,7 @@
 import { spawn } from "node:child_process";
 import { join } from "node:path";
 import { callerUrls, placeInstances } from "./placement.js";
-import { preflight } from "./preflight.js";
+import { preflight, preflightWarnings } from "./preflight.js";
 import { RecentOutput } from "./recent-output.js";
 import { repositoryRoot, services } from "./services.js";
 import { MeshError, Supervisor } from "./supervisor.js";
@@ -85,6 +85,7 @@ export async function startMesh(options: MeshOptions): Promise<Mesh> {
   // Servers still starting are waited for a few seconds; each wait is told to options.report only.
   const problem = await preflight(options.databaseUrl, options.natsUrl, { report: options.report });
   if (problem) throw new MeshError(problem);
+  for (const warning of await preflightWarnings(options.databaseUrl)) report(warning);
 
   const instances = await placeInstances(options);
   const urls = callerUrls(instances);

@@ -66,6 +66,28 @@ async function untilAnswering(
   }
 }
 
+/**
+ * Settings of a server that answers which work but hurt, one line each for the launcher to print:
+ * today, Postgres running without autovacuum (as some development machines do). Production runs
+ * it, the hot tables' settings ship in the migrations, and without it they bloat under load.
+ */
+export async function preflightWarnings(databaseUrl: string): Promise<string[]> {
+  const sql = postgres(databaseUrl, { max: 1, connect_timeout: connectTimeoutS, onnotice: () => {} });
+  try {
+    const [row] = await sql<{ autovacuum: string }[]>`select current_setting('autovacuum') as autovacuum`;
+    return row?.autovacuum === "off" ? [autovacuumOffWarning(databaseUrl)] : [];
+  } catch {
+    // The preflight has just reached it; a failure here is not worth a second report.
+    return [];
+  } finally {
+    await sql.end({ timeout: 1 }).catch(() => undefined);
+  }
+}
+
+export function autovacuumOffWarning(databaseUrl: string): string {
+  return `warning: Postgres at ${redactUrl(databaseUrl)} runs with autovacuum = off: the dead rows of the hot tables (outboxes, webhook deliveries and emails, job tables) are never reclaimed, so under steady load they bloat and commits, the relay and the notifier slow down until requests time out (docs/performance.md); turn it on (autovacuum = on in postgresql.conf, or ALTER SYSTEM SET autovacuum = on and SELECT pg_reload_conf()), as production runs it`;
+}
+
 /** Where a Postgres URL points, as the server will be asked (postgres.js's defaults). */
 function postgresTarget(url: string) {
   const parsed = URL.canParse(url) ? new URL(url) : undefined;

@@ -39,8 +39,6 @@ export interface ServiceEntry {
   secrets: string[];
   /** The services it calls: the `<NAME>_URL` settings of its config (deploy/validate.mjs holds them equal). */
   calls: string[];
-  /** The pods (app.kubernetes.io/name) its NetworkPolicy admits: the services whose calls name it. */
-  callers: string[];
 }
 
 /** Where the list lives, read once when the launcher starts. */

@@ -131,6 +131,8 @@ describe("npm start with no Postgres or NATS answering", () => {
         );
         expect(launched.stderr()).toContain(`no NATS answered on 127.0.0.1:${ports.nats}: started`);
         expect(launched.stderr()).toContain("set DATABASE_URL to use your own");
+        // The embedded Postgres runs autovacuum, as production does: no warning.
+        expect(launched.stderr()).not.toContain("autovacuum = off");
 
         // Steps 1 to 3 of the README's walk-through: a product, its program, two affiliates.
         const readme = await readFile(join(repositoryRoot, "README.md"), "utf8");

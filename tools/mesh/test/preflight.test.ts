@@ -1,7 +1,8 @@
 import { spawn } from "node:child_process";
 import { createTestDatabase, type TestDatabase } from "@affiliate/testing";
+import postgres from "postgres";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { preflight } from "../src/preflight.js";
+import { autovacuumOffWarning, preflight, preflightWarnings } from "../src/preflight.js";
 import { eventually, freePort } from "./helpers.js";
 
 /**
@@ -121,5 +122,27 @@ describe("preflight", () => {
     } finally {
       server.kill();
     }
+  });
+});
+
+describe("preflight warnings", () => {
+  it("warn in one line exactly when the server runs with autovacuum off, saying what happens without it", async () => {
+    // This machine's setting is the server's to decide (never changed by a test): whichever it
+    // is, the warning follows it.
+    const sql = postgres(database.url, { max: 1, onnotice: () => {} });
+    const [row] = await sql<{ autovacuum: string }[]>`show autovacuum`;
+    await sql.end();
+    const warnings = await preflightWarnings(database.url);
+    expect(warnings).toEqual(row?.autovacuum === "off" ? [autovacuumOffWarning(database.url)] : []);
+  });
+
+  it("the autovacuum warning is one line naming the hot tables, the consequence and the fix", () => {
+    const line = autovacuumOffWarning("postgres://app:secret@db.example:5432/app");
+    expect(line).not.toContain("\n");
+    expect(line).not.toContain("secret");
+    expect(line).toContain("autovacuum = off");
+    expect(line).toMatch(/outboxes.*deliveries.*job tables/);
+    expect(line).toContain("bloat");
+    expect(line).toContain("ALTER SYSTEM SET autovacuum = on");
   });
 });
