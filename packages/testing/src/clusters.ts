@@ -1,8 +1,21 @@
 import { type ChildProcess, execFile, spawn } from "node:child_process";
-import { chownSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import {
+  chmodSync,
+  chownSync,
+  cpSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  statSync,
+  writeFileSync,
+} from "node:fs";
 import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { basename, join } from "node:path";
 import { promisify } from "node:util";
+import { embeddedPostgresBin } from "@affiliate/local-servers";
 import { connect } from "nats";
 import postgres from "postgres";
 import { alive, freePort, killAndWait } from "./processes.js";
@@ -182,11 +195,24 @@ export interface PostgresCluster {
 
 /**
  * The path of a Postgres server binary (initdb, pg_ctl, pg_basebackup): the one place that
- * decides where they are, so a machine without the OS package can be taught here alone.
+ * decides where they are. POSTGRES_BIN, else the OS's Postgres 15, else the embedded one that
+ * npm installed for `npm start` (@affiliate/local-servers), which has initdb, pg_ctl and postgres
+ * but no pg_basebackup (the standby is then built without it: see baseBackup).
  */
 export function postgresBin(name: string): string {
-  return join(process.env.POSTGRES_BIN ?? "/usr/lib/postgresql/15/bin", name);
+  postgresBinFolder ??= (() => {
+    if (process.env.POSTGRES_BIN) return process.env.POSTGRES_BIN;
+    const os = "/usr/lib/postgresql/15/bin";
+    if (existsSync(join(os, "pg_ctl"))) return os;
+    const embedded = embeddedPostgresBin();
+    if (embedded) return embedded;
+    throw new Error(
+      `no Postgres binaries: none in ${os} (or POSTGRES_BIN), and no embedded Postgres for this platform`,
+    );
+  })();
+  return join(postgresBinFolder, name);
 }
+let postgresBinFolder: string | undefined;
 
 /** Runs a Postgres binary as the `postgres` user (initdb and the server refuse to run as root). */
 function asPostgres(binary: string, args: string[]) {
@@ -258,26 +284,58 @@ export async function startPostgresCluster(): Promise<PostgresCluster> {
     `postgres://postgres@${ports.map((port) => `127.0.0.1:${port}`).join(",")}/${database}${attributes}`;
 
   /**
+   * A base backup of `source` into `data`: pg_basebackup where the binaries have it, else (the
+   * embedded Postgres) Postgres's low-level backup API in one session: pg_backup_start, the
+   * files copied, pg_backup_stop, its backup_label written, and the WAL up to the stop copied so
+   * the standby reaches a consistent state before it streams.
+   */
+  const baseBackup = async (source: Server, data: string) => {
+    if (existsSync(postgresBin("pg_basebackup"))) {
+      await asPostgres("pg_basebackup", [
+        "-h",
+        "127.0.0.1",
+        "-p",
+        String(source.port),
+        "-U",
+        "postgres",
+        "-D",
+        data,
+        "-X",
+        "stream",
+        // Now, not after a checkpoint spread over minutes.
+        "--checkpoint=fast",
+        "--no-sync",
+      ]);
+      return;
+    }
+    const sql = postgres(urlOf([source.port]), { max: 1, onnotice: () => {} });
+    try {
+      await sql`select pg_backup_start('standby', true)`;
+      // Not the server's own state, nor temporary files that may vanish while copied.
+      const skipped = new Set(["postmaster.pid", "postmaster.opts", "pg_stat_tmp", "pgsql_tmp", "pg_replslot"]);
+      cpSync(source.data, data, { recursive: true, filter: (path) => !skipped.has(basename(path)) });
+      const [stopped] = await sql<{ labelfile: string }[]>`select labelfile from pg_backup_stop(false)`;
+      cpSync(join(source.data, "pg_wal"), join(data, "pg_wal"), { recursive: true, force: true });
+      writeFileSync(join(data, "backup_label"), stopped?.labelfile ?? "");
+      for (const folder of ["pg_stat_tmp", "pg_replslot"]) mkdirSync(join(data, folder), { recursive: true });
+    } finally {
+      await sql.end();
+    }
+    chmodSync(data, 0o700);
+    const own = (path: string) => {
+      ownedByPostgres(path);
+      if (statSync(path).isDirectory()) for (const entry of readdirSync(path)) own(join(path, entry));
+    };
+    own(data);
+  };
+
+  /**
    * Makes `server` a hot standby of `source` from a fresh base backup and waits until `source`
    * counts it as its synchronous standby.
    */
   const attachStandby = async (server: Server, source: Server) => {
     rmSync(server.data, { recursive: true, force: true });
-    await asPostgres("pg_basebackup", [
-      "-h",
-      "127.0.0.1",
-      "-p",
-      String(source.port),
-      "-U",
-      "postgres",
-      "-D",
-      server.data,
-      "-X",
-      "stream",
-      // Now, not after a checkpoint spread over minutes.
-      "--checkpoint=fast",
-      "--no-sync",
-    ]);
+    await baseBackup(source, server.data);
     // Its own settings replace the primary's copied ones: no synchronous standby of its own, so
     // once promoted it commits alone (as an operator reconfigures a primary left without one).
     writeFileSync(
