@@ -11,6 +11,8 @@ export * from "./errors.js";
 export * from "./events.js";
 export * from "./exact-json.js";
 export * from "./follow-while-connected.js";
+export * from "./fraud-settings.js";
+export * from "./fraud-settings-proto.js";
 export * from "./http-drain.js";
 export * from "./ids.js";
 export * from "./job-worker.js";

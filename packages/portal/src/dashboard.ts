@@ -355,8 +355,21 @@ export class Dashboard {
         : `On a ${this.#money(commission.payment_amount_cents)} payment`,
     );
     if (commission.customer) details.push(`Customer ${commission.customer}`);
-    if (commission.status === "pending") details.push(`Held until ${formatDate(commission.hold_until)}`);
-    if (commission.hold_reason) {
+    // A commission the program's fraud checks flagged: the merchant decides; what raised the flag
+    // is not the affiliate's to see (the API does not send it).
+    const underReview = commission.hold_reason === "review";
+    if (commission.status === "pending" && !underReview)
+      details.push(`Held until ${formatDate(commission.hold_until)}`);
+    if (underReview) {
+      details.push(
+        h(
+          "span",
+          { class: "reason hold" },
+          h("strong", {}, "Under review: "),
+          "the program checks it before it can be paid",
+        ),
+      );
+    } else if (commission.hold_reason) {
       details.push(h("span", { class: "reason hold" }, h("strong", {}, "On hold: "), commission.hold_reason));
     }
     if (commission.refund_reason) {
@@ -372,7 +385,9 @@ export class Dashboard {
         "div",
         { class: "row-main" },
         h("span", { class: "amount" }, this.#money(commission.amount_cents)),
-        h("span", { class: `badge ${commission.status}` }, commissionStatusText[commission.status]),
+        underReview
+          ? h("span", { class: "badge pending" }, "Under review")
+          : h("span", { class: `badge ${commission.status}` }, commissionStatusText[commission.status]),
         h("time", { datetime: commission.created_at, class: "muted" }, formatDate(commission.created_at)),
       ),
       h("ul", { class: "row-details" }, ...details.map((detail) => h("li", {}, detail))),

@@ -5,8 +5,10 @@ import type { DescMessage } from "@bufbuild/protobuf";
 import {
   CommissionApprovedSchema,
   CommissionCreatedSchema,
+  CommissionFlaggedSchema,
   CommissionRefundedSchema,
   CommissionRejectedSchema,
+  CommissionReviewedSchema,
 } from "./gen/affiliate/ledger/v1/events_pb.js";
 import {
   AffiliateLoginRequestedSchema,
@@ -63,6 +65,8 @@ export const ledgerEvents = {
   commissionApproved: domainEvent("ledger.commission.approved", CommissionApprovedSchema),
   commissionRejected: domainEvent("ledger.commission.rejected", CommissionRejectedSchema),
   commissionRefunded: domainEvent("ledger.commission.refunded", CommissionRefundedSchema),
+  commissionFlagged: domainEvent("ledger.commission.flagged", CommissionFlaggedSchema),
+  commissionReviewed: domainEvent("ledger.commission.reviewed", CommissionReviewedSchema),
 } as const;
 
 /** Events of the payouts service (stream PAYOUTS). */

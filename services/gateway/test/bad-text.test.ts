@@ -29,6 +29,8 @@ const formatted = new Set([
   "commission_type",
   "outcome",
   "format",
+  "flagged",
+  "decision",
 ]);
 
 /** A request with one bad body field, by route: a valid body, and which field to spoil. */
@@ -110,6 +112,12 @@ const bodyFields: { method: Method; url: string; body: Record<string, unknown>; 
   })),
   { method: "PATCH", url: "/api/v1/commissions/com_1", body: { action: "reject", reason: "fraud" }, field: "reason" },
   { method: "PATCH", url: "/api/v1/commissions/com_1", body: { action: "reject" }, field: "action" },
+  ...["decision", "note"].map((field) => ({
+    method: "POST" as const,
+    url: "/api/v1/commissions/com_1/review",
+    body: { decision: "reject", note: "own purchase" },
+    field,
+  })),
   ...["commission_id", "reason", "idempotency_key"].map((field) => ({
     method: "POST" as const,
     url: "/api/v1/refunds",

@@ -1,6 +1,13 @@
-import { CommissionAction, CommissionStatus, HoldReason } from "@affiliate/proto/ledger";
+import {
+  CommissionAction,
+  CommissionStatus,
+  FraudFlagSchema,
+  HoldReason,
+  ReviewDecision,
+} from "@affiliate/proto/ledger";
 import { commissionListResponseSchema, commissionResponseSchema } from "@affiliate/rest-shapes/schemas/commissions";
 import { errorSchema, validationErrorSchema } from "@affiliate/rest-shapes/schemas/common";
+import { create } from "@bufbuild/protobuf";
 import { timestampFromDate } from "@bufbuild/protobuf/wkt";
 import { describe, expect, it } from "vitest";
 import { createGateway, expectBody } from "./support/harness.js";
@@ -38,6 +45,8 @@ describe("GET /api/v1/commissions/:id", () => {
         payment_amount_cents: 10_000,
         payout_id: "po_1",
         hold_reason: null,
+        flags: [],
+        review: null,
         rule: null,
       },
     });
@@ -261,5 +270,71 @@ describe("PATCH /api/v1/commissions/:id", () => {
     expect(response.statusCode).toBe(404);
     expect(response.json()).toEqual({ error: `Commission ${foreign.id} not found` });
     expect(ledger.commissions.get(foreign.id)?.status).toBe(CommissionStatus.PENDING);
+  });
+});
+
+describe("the review of flagged commissions (contract section 18)", () => {
+  const flag = create(FraudFlagSchema, { signal: "self_referral", evidenceJson: '{"match":"email"}' });
+
+  it("lists the queue with flagged=true and shows each flag with its evidence", async () => {
+    const { call, fake, ledger, product } = createGateway();
+    const jane = fake.seed(product.productId, "jane@example.com");
+    const held = ledger.seedCommission(jane, { holdReason: HoldReason.REVIEW, flags: [flag] });
+    ledger.seedCommission(jane);
+    const response = await call("GET", "/api/v1/commissions?flagged=true");
+    expect(response.statusCode).toBe(200);
+    const page = expectBody(commissionListResponseSchema, response.json());
+    expect(page.data.map((c) => [c.id, c.hold_reason, c.flags])).toEqual([
+      [held.id, "review", [{ signal: "self_referral", evidence: { match: "email" } }]],
+    ]);
+    expect(ledger.requestsOf("listCommissions")).toMatchObject([{ flagged: true }]);
+    expect((await call("GET", "/api/v1/commissions?flagged=false")).json().data).toHaveLength(2);
+    const bad = await call("GET", "/api/v1/commissions?flagged=yes");
+    expect(bad.statusCode).toBe(400);
+    expect(Object.keys(expectBody(validationErrorSchema, bad.json()).details.fieldErrors)).toEqual(["flagged"]);
+  });
+
+  it("decides with the note and the masked key, and answers the commission with its review", async () => {
+    const { call, fake, ledger, product } = createGateway();
+    const held = ledger.seedCommission(fake.seed(product.productId, "jane@example.com"), {
+      holdReason: HoldReason.REVIEW,
+      flags: [flag],
+    });
+    const response = await call("POST", `/api/v1/commissions/${held.id}/review`, {
+      body: { decision: "reject", note: "own purchase" },
+    });
+    expect(response.statusCode).toBe(200);
+    const data = expectBody(commissionResponseSchema, response.json()).data;
+    expect([data.status, data.hold_reason, data.review?.decision, data.review?.note]).toEqual([
+      "rejected",
+      null,
+      "reject",
+      "own purchase",
+    ]);
+    const [sent] = ledger.requestsOf("reviewCommission") as { decision: number; note: string; key: string }[];
+    expect([sent?.decision, sent?.note]).toEqual([ReviewDecision.REJECT, "own purchase"]);
+    expect(sent?.key).toMatch(/^sk_live_….{4}$/);
+    expect(sent?.key).toBe(`sk_live_…${product.liveKey.slice(-4)}`);
+  });
+
+  it("answers 400 for a commission not flagged, 409 for a second review, and refuses a bad body unsent", async () => {
+    const { call, fake, ledger, product } = createGateway();
+    const jane = fake.seed(product.productId, "jane@example.com");
+    const plain = ledger.seedCommission(jane);
+    expect(
+      (await call("POST", `/api/v1/commissions/${plain.id}/review`, { body: { decision: "approve" } })).statusCode,
+    ).toBe(400);
+    const held = ledger.seedCommission(jane, { holdReason: HoldReason.REVIEW, flags: [flag] });
+    expect(
+      (await call("POST", `/api/v1/commissions/${held.id}/review`, { body: { decision: "approve" } })).statusCode,
+    ).toBe(200);
+    const again = await call("POST", `/api/v1/commissions/${held.id}/review`, { body: { decision: "reject" } });
+    expect(again.statusCode).toBe(409);
+    const calls = ledger.callsOf("reviewCommission");
+    for (const body of [{ decision: "maybe" }, { note: "x" }, { decision: "approve", note: "n".repeat(501) }]) {
+      const refused = await call("POST", `/api/v1/commissions/${held.id}/review`, { body });
+      expect(refused.statusCode).toBe(400);
+    }
+    expect(ledger.callsOf("reviewCommission")).toBe(calls);
   });
 });

@@ -2,6 +2,7 @@ import {
   CommissionSchema,
   CommissionStatus,
   EventType,
+  FraudFlagSchema,
   GetTimeseriesResponseSchema,
   HoldReason,
   RefundResultSchema,
@@ -20,6 +21,7 @@ import {
   payoutStatusName,
   payoutStatusValue,
   statusName,
+  toAffiliateCommission,
   toBulkResult,
   toPublicCommission,
   toPublicPartnership,
@@ -30,6 +32,7 @@ import {
   toPublicTrackedEvent,
   toRegistrationBody,
 } from "@affiliate/rest-shapes/mappers";
+import { affiliateCommissionSchema } from "@affiliate/rest-shapes/schemas/affiliate-api";
 import { partnershipSchema } from "@affiliate/rest-shapes/schemas/affiliates";
 import { commissionSchema } from "@affiliate/rest-shapes/schemas/commissions";
 import { payoutSchema, payoutStatusSchema } from "@affiliate/rest-shapes/schemas/payouts";
@@ -173,6 +176,8 @@ describe("ledger mappers", () => {
       payment_amount_cents: 12_345,
       payout_id: null,
       hold_reason: null,
+      flags: [],
+      review: null,
       rule: null,
     });
     const linked = create(CommissionSchema, { ...commission, payoutId: "po_1", customerEmail: "c@example.com" });
@@ -182,6 +187,37 @@ describe("ledger mappers", () => {
     });
     const disputed = create(CommissionSchema, { ...commission, holdReason: HoldReason.DISPUTE });
     expect(expectBody(commissionSchema, toPublicCommission(disputed, partnership)).hold_reason).toBe("dispute");
+  });
+
+  it("shows a flagged commission's evidence to the merchant, and only 'review' to its affiliate", () => {
+    const flagged = create(CommissionSchema, {
+      ...commission,
+      status: CommissionStatus.PENDING,
+      holdReason: HoldReason.REVIEW,
+      flags: [
+        create(FraudFlagSchema, {
+          signal: "self_referral",
+          evidenceJson: '{"match":"email_domain","domain":"acme-corp.io"}',
+        }),
+      ],
+    });
+    expect(expectBody(commissionSchema, toPublicCommission(flagged, partnership))).toMatchObject({
+      hold_reason: "review",
+      flags: [{ signal: "self_referral", evidence: { match: "email_domain", domain: "acme-corp.io" } }],
+      review: null,
+    });
+    const seen = expectBody(affiliateCommissionSchema, toAffiliateCommission(flagged));
+    expect(seen.hold_reason).toBe("review");
+    expect(JSON.stringify(seen)).not.toMatch(/self_referral|acme-corp|flags|evidence/);
+    // A dispute's hold stays the merchant's business.
+    expect(
+      toAffiliateCommission(create(CommissionSchema, { ...flagged, holdReason: HoldReason.DISPUTE })).hold_reason,
+    ).toBe(null);
+    const unknown = create(CommissionSchema, {
+      ...flagged,
+      flags: [create(FraudFlagSchema, { signal: "vibes", evidenceJson: "{}" })],
+    });
+    expect(() => toPublicCommission(unknown, partnership)).toThrow(ContractViolation);
   });
 
   it("refuses a commission without its partnership, status or timestamps", () => {
@@ -211,6 +247,7 @@ describe("ledger mappers", () => {
       test_mode: true,
       commissions: [{ id: null, level: 1, amount_cents: 2000, status: "approved" }],
       commission_skipped: null,
+      flags: [],
     });
     expect(() => toPublicTrackedEvent(undefined)).toThrow(ContractViolation);
     expect(() => toPublicTrackedEvent(create(TrackedEventSchema, { ...event, type: EventType.UNSPECIFIED }))).toThrow(

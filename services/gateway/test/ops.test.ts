@@ -211,6 +211,7 @@ describe("documentation", () => {
       ]),
     );
     expect(Object.keys(document.paths["/api/v1/commissions/{id}"]).sort()).toEqual(["get", "patch"]);
+    expect(Object.keys(document.paths["/api/v1/commissions/{id}/review"])).toEqual(["post"]);
 
     const track = document.paths["/events"].post;
     expect(Object.keys(track.responses).sort()).toEqual(
@@ -240,10 +241,12 @@ describe("documentation", () => {
       "payout_id",
       "hold_reason",
       "rule",
+      "flags",
+      "review",
     ]);
     expect(commission.properties.hold_reason).toEqual({ $ref: "#/components/schemas/HoldReason" });
     expect(document.components.schemas.HoldReason.anyOf).toEqual([
-      { type: "string", enum: ["dispute"] },
+      { type: "string", enum: ["dispute", "review"] },
       { type: "null" },
     ]);
     expect(document.components.schemas.CommissionStatus.enum).toEqual([
@@ -258,6 +261,7 @@ describe("documentation", () => {
       "status",
       "partnership_id",
       "payout_id",
+      "flagged",
       "cursor",
       "limit",
     ]);

@@ -1,3 +1,4 @@
+import { FraudAction } from "@affiliate/proto/partners";
 import { validationErrorSchema } from "@affiliate/rest-shapes/schemas/common";
 import { programResponseSchema } from "@affiliate/rest-shapes/schemas/program";
 import { describe, expect, it } from "vitest";
@@ -24,6 +25,13 @@ describe("GET /api/v1/program", () => {
         max_commission_months: null,
         max_commission_payments: null,
         referral_url_template: null,
+        fraud: {
+          self_referral: "flag",
+          refund_rate: "flag",
+          duplicate_click: "flag",
+          bot: "flag",
+          refund_rate_threshold_bps: null,
+        },
       },
     });
   });
@@ -108,5 +116,43 @@ describe("PATCH /api/v1/program", () => {
       fieldErrors: {},
     });
     expect(fake.callsOf("updateProgram")).toBe(0);
+  });
+});
+
+describe("the fraud settings (contract section 18)", () => {
+  it("sends only the settings given, and null clears the refund-rate threshold", async () => {
+    const { call, fake } = createGateway();
+    const response = await call("PATCH", "/api/v1/program", {
+      body: { fraud: { self_referral: "reject", refund_rate_threshold_bps: 2500 } },
+    });
+    expect(response.statusCode).toBe(200);
+    expect(fake.requestsOf("updateProgram")).toMatchObject([
+      {
+        fraud: {
+          selfReferral: FraudAction.REJECT,
+          duplicateClick: FraudAction.UNSPECIFIED,
+          refundRateThresholdBps: 2500,
+        },
+      },
+    ]);
+    await call("PATCH", "/api/v1/program", { body: { fraud: { refund_rate_threshold_bps: null } } });
+    expect(fake.requestsOf("updateProgram")[1]).toMatchObject({ fraud: { refundRateThresholdBps: 0 } });
+  });
+
+  it.each([
+    [
+      "an unknown signal, named",
+      { fraud: { self_referal: "flag" } },
+      /Unknown field fraud\.self_referal; did you mean self_referral\?/,
+    ],
+    ["an unknown signal, named", { fraud: { velocity: "flag" } }, /Unknown field fraud\.velocity/],
+    ["reject for a click signal", { fraud: { duplicate_click: "reject" } }, /fraud/],
+    ["a threshold out of range", { fraud: { refund_rate_threshold_bps: 10_001 } }, /fraud/],
+  ])("answers 400 for %s, without calling partners", async (_case, body, message) => {
+    const { call, fake } = createGateway();
+    const response = await call("PATCH", "/api/v1/program", { body });
+    expect(response.statusCode).toBe(400);
+    expect(JSON.stringify(expectBody(validationErrorSchema, response.json()).details)).toMatch(message);
+    expect(fake.requestsOf("updateProgram")).toEqual([]);
   });
 });

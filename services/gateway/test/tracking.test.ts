@@ -36,6 +36,7 @@ describe("POST /events", () => {
         test_mode: false,
         commissions: [],
         commission_skipped: null,
+        flags: [],
       },
     });
     expect(sent(gateway)).toMatchObject([
@@ -71,6 +72,7 @@ describe("POST /events", () => {
       test_mode: false,
       commissions: [{ id: expect.stringMatching(/^com_/), level: 1, amount_cents: 2469, status: "pending" }],
       commission_skipped: null,
+      flags: [],
     });
     const [request] = sent(gateway);
     expect(request).toMatchObject({

@@ -1,12 +1,14 @@
 import { DomainError, fromProtoEnum, toStatus } from "@affiliate/platform";
 import {
   type Commission as CommissionProto,
+  CommissionReviewSchema,
   type CommissionRule as CommissionRuleProto,
   CommissionRuleSchema,
   CommissionSchema,
   CommissionSkipped as CommissionSkippedProto,
   CommissionStatus as CommissionStatusProto,
   EventType as EventTypeProto,
+  FraudFlagSchema,
   type GetTimeseriesResponseSchema,
   HoldReason as HoldReasonProto,
   HoldResolution as HoldResolutionProto,
@@ -16,6 +18,7 @@ import {
   type PreviewCommissionsResponseSchema,
   type RefundResult as RefundResultProto,
   RefundResultSchema,
+  ReviewDecision as ReviewDecisionProto,
   RuleSource,
   RuleType,
   type TrackBatchResult,
@@ -27,6 +30,7 @@ import {
 } from "@affiliate/proto/ledger";
 import { create, type MessageInitShape } from "@bufbuild/protobuf";
 import { timestampDate, timestampFromDate } from "@bufbuild/protobuf/wkt";
+import type { FraudFlag } from "./domain/fraud/signals.js";
 import type { CommissionPreview } from "./domain/preview-commissions.js";
 import type { RefundResult } from "./domain/refund-payment.js";
 import type { HoldResolution } from "./domain/release-payment-commissions.js";
@@ -40,6 +44,7 @@ import type {
   HoldReason,
   Metrics,
   Period,
+  ReviewDecision,
   TrackedEvent,
   TrackInput,
   TrackingEventType,
@@ -55,7 +60,17 @@ export const commissionStatusToProto: Record<CommissionStatus, CommissionStatusP
 
 export const holdReasonToProto: Record<HoldReason, HoldReasonProto> = {
   dispute: HoldReasonProto.DISPUTE,
+  review: HoldReasonProto.REVIEW,
 };
+
+export const reviewDecisionToProto: Record<ReviewDecision, ReviewDecisionProto> = {
+  approve: ReviewDecisionProto.APPROVE,
+  reject: ReviewDecisionProto.REJECT,
+};
+
+/** Flags on the wire: the evidence as a JSON object's text. */
+const flagsToProto = (flags: readonly FraudFlag[]) =>
+  flags.map((flag) => create(FraudFlagSchema, { signal: flag.signal, evidenceJson: JSON.stringify(flag.evidence) }));
 
 export const holdResolutionToProto: Record<HoldResolution, HoldResolutionProto> = {
   lifted: HoldResolutionProto.LIFTED,
@@ -126,6 +141,15 @@ export function commissionToProto(c: Commission): CommissionProto {
     reason: c.reason ?? "",
     rule: c.rule ? commissionRuleToProto(c.rule) : undefined,
     holdReason: c.holdReason === null ? HoldReasonProto.UNSPECIFIED : holdReasonToProto[c.holdReason],
+    flags: flagsToProto(c.flags),
+    review: c.review
+      ? create(CommissionReviewSchema, {
+          decision: reviewDecisionToProto[c.review.decision],
+          note: c.review.note,
+          key: c.review.key,
+          reviewedAt: timestampFromDate(c.review.reviewedAt),
+        })
+      : undefined,
   });
 }
 
@@ -178,6 +202,7 @@ export function trackedEventToProto(e: TrackedEvent): TrackedEventProto {
       status: commissionStatusToProto[c.status],
     })),
     commissionSkipped: skippedToProto(e.commissionSkipped),
+    flags: flagsToProto(e.flags),
   });
 }
 

@@ -1,3 +1,4 @@
+import { defaultFraudSettings } from "@affiliate/platform";
 import {
   type Commission,
   CommissionSkipped,
@@ -60,6 +61,7 @@ describe("decideCommissions, the one place the rules apply", () => {
     maxCommissionPayments: null,
     holdDays: 30,
     attributionWindowDays: 60,
+    fraud: defaultFraudSettings,
   };
   const partnership = (over: Partial<Attribution> = {}): Attribution => ({
     partnershipId: "ptn_a",
@@ -68,6 +70,7 @@ describe("decideCommissions, the one place the rules apply", () => {
     activeSponsorPartnershipId: null,
     program,
     commissionOverride: null,
+    affiliateEmail: null,
     ...over,
   });
   const at = utc("2024-05-01T00:00:00.000Z");

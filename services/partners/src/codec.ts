@@ -1,8 +1,16 @@
-import { DomainError, enumFilter, type PayoutDetails, type WiseReceiverType } from "@affiliate/platform";
+import {
+  DomainError,
+  enumFilter,
+  fraudSettingsFromProto,
+  fraudSettingsToProto,
+  type PayoutDetails,
+  type WiseReceiverType,
+} from "@affiliate/platform";
 import {
   type CommissionOverride as CommissionOverrideProto,
   CommissionOverrideSchema,
   CommissionType as CommissionTypeProto,
+  type FraudSettings as FraudSettingsProto,
   KeyMode as KeyModeProto,
   type Partnership as PartnershipProto,
   PartnershipSchema,
@@ -115,8 +123,11 @@ export function programChangesFromProto(req: {
   maxCommissionMonths?: number | undefined;
   maxCommissionPayments?: number | undefined;
   referralUrlTemplate?: string | undefined;
+  fraud?: FraudSettingsProto | undefined;
 }): ProgramChanges {
+  const fraud = fraudSettingsFromProto(req.fraud);
   return {
+    fraud: Object.keys(fraud).length > 0 ? fraud : undefined,
     commissionRateBps: req.commissionRateBps,
     tier2RateBps: req.tier2RateBps,
     holdDays: req.holdDays,
@@ -161,6 +172,7 @@ export function programToProto(program: Program): ProgramProto {
     maxCommissionMonths: limitToProto(program.maxCommissionMonths),
     maxCommissionPayments: limitToProto(program.maxCommissionPayments),
     referralUrlTemplate: program.referralUrlTemplate ?? "",
+    fraud: fraudSettingsToProto(program.fraud),
   });
 }
 

@@ -166,6 +166,26 @@ export interface paths {
         patch: operations["updateCommission"];
         trace?: never;
     };
+    "/api/v1/commissions/{id}/review": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Decide a commission held for review
+         * @description For a commission a fraud signal flagged (`hold_reason: review`, contract section 18). approve: the review hold is lifted; approved at once when its hold period is over, else when it ends. reject: rejected with its level-2 child; the payment stays recorded. The decision, the note and the (masked) key that made it are kept on the commission (`review`) and sent as `commission.reviewed`. A commission that is not awaiting review is 400 naming its state (`details.status`, `details.hold_reason`); one already reviewed is 409 with the first decision (`details.review`).
+         */
+        post: operations["reviewCommission"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/commissions/preview": {
         parameters: {
             query?: never;
@@ -340,7 +360,7 @@ export interface paths {
         head?: never;
         /**
          * Change any subset of the writable settings
-         * @description Changes apply to payments recorded afterwards; no existing commission is re-rated. An empty object changes nothing and returns the settings. product_id, name and currency are read-only. `commission_type: "flat"` needs a `commission_flat_cents` of 1 or more (given or already set); `null` removes a limit or the link template.
+         * @description Changes apply to payments recorded afterwards; no existing commission is re-rated. `fraud` takes any subset of its fields (an unknown signal is a 400 naming it). An empty object changes nothing and returns the settings. product_id, name and currency are read-only. `commission_type: "flat"` needs a `commission_flat_cents` of 1 or more (given or already set); `null` removes a limit or the link template.
          */
         patch: operations["updateProgram"];
         trace?: never;
@@ -1043,6 +1063,40 @@ export interface webhooks {
         patch?: never;
         trace?: never;
     };
+    "commission.flagged": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** commission.flagged */
+        post: operations["webhookCommissionFlagged"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "commission.reviewed": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** commission.reviewed */
+        post: operations["webhookCommissionReviewed"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "payout.created": {
         parameters: {
             query?: never;
@@ -1276,6 +1330,15 @@ export interface components {
             /** @description Stored on the commission; at most 500 characters. */
             reason?: string;
         };
+        ReviewCommissionRequest: {
+            /**
+             * @description approve: the review hold is lifted; the commission is approved at once when its hold period is over, else when it ends (a dispute opened meanwhile keeps it held). reject: rejected, with its level-2 child; the payment stays recorded.
+             * @enum {string}
+             */
+            decision: "approve" | "reject";
+            /** @description Why; kept with the decision. At most 500 characters. */
+            note?: string;
+        };
         PreviewCommissionsRequest: {
             /**
              * @description Optional; if given, `payment`.
@@ -1376,6 +1439,31 @@ export interface components {
              * @example https://acme.com/?ref={code}
              */
             referral_url_template?: string | null;
+            /** @description Any subset of the fraud settings; the others stay. An unknown signal is refused by name. */
+            fraud?: {
+                /**
+                 * @description The paying customer is the affiliate: the same email, or the same email domain unless it is a public one (webmail providers, example and test domains). Default `flag`.
+                 * @enum {string}
+                 */
+                self_referral?: "flag" | "reject" | "off";
+                /**
+                 * @description The partnership's refunded share of its payments of the last 30 days is above `refund_rate_threshold_bps`. Checked only with a threshold. Default `flag`.
+                 * @enum {string}
+                 */
+                refund_rate?: "flag" | "reject" | "off";
+                /**
+                 * @description The same visitor (or address hash) had a counted click on the same code within the hour before. `flag` (default) records the click as a duplicate, counted nowhere; `off` counts it.
+                 * @enum {string}
+                 */
+                duplicate_click?: "flag" | "off";
+                /**
+                 * @description The click's user agent is a crawler, a headless browser or an HTTP library. `flag` (default) records it as a bot click, counted nowhere; `off` counts it.
+                 * @enum {string}
+                 */
+                bot?: "flag" | "off";
+                /** @description null (default: refund_rate is not checked) or 1-10000 basis points (2500 = 25%). */
+                refund_rate_threshold_bps?: number | null;
+            };
             /** @description Read-only: refused. */
             product_id?: unknown;
             /** @description Read-only: refused. */
@@ -1395,7 +1483,7 @@ export interface components {
             events?: components["schemas"]["WebhookEventType"][];
         };
         /** @enum {string} */
-        WebhookEventType: "partnership.created" | "partnership.reactivated" | "partnership.removed" | "commission.created" | "commission.approved" | "commission.rejected" | "commission.refunded" | "payout.created" | "payout.approved" | "payout.rejected" | "payout.completed" | "customer.erased";
+        WebhookEventType: "partnership.created" | "partnership.reactivated" | "partnership.removed" | "commission.created" | "commission.approved" | "commission.rejected" | "commission.refunded" | "commission.flagged" | "commission.reviewed" | "payout.created" | "payout.approved" | "payout.rejected" | "payout.completed" | "customer.erased";
         UpdateWebhookRequest: {
             /** @description http(s) URL; private, loopback and link-local targets are refused. */
             url?: string;
@@ -1556,9 +1644,13 @@ export interface components {
             hold_reason: components["schemas"]["HoldReason"];
             /** @description The rule that made it; null only for commissions created before rules were recorded. */
             rule: components["schemas"]["CommissionRule"] | null;
+            /** @description The fraud signals raised when it was created, each with its evidence; empty when none was. A flag set to `flag` holds it for review (`hold_reason: review`), one set to `reject` created it rejected. */
+            flags: components["schemas"]["FraudFlag"][];
+            /** @description The merchant's decision once flagged; null until decided. */
+            review: components["schemas"]["CommissionReview"] | null;
         };
-        /** @description Why the commission is held: `dispute` while its payment's dispute (a chargeback) is open. A held commission keeps its status and amount but is not approved at the end of its hold period and goes into no payout until the dispute closes: won, the hold is lifted; lost, the payment is refunded in full. A commission already in a payout is never held (a lost dispute claws it back instead). null when not held. */
-        HoldReason: "dispute" | null;
+        /** @description Why the commission is held: `dispute` while its payment's dispute (a chargeback) is open; `review` while a fraud signal's flag (`flags`) waits for the merchant's decision (`POST /api/v1/commissions/{id}/review`). A held commission keeps its status and amount but is not approved at the end of its hold period and goes into no payout until the hold ends. A dispute won lifts its hold; lost, the payment is refunded in full. A commission already in a payout is never held (a lost dispute claws it back instead). null when not held. */
+        HoldReason: ("dispute" | "review") | null;
         /** @description Frozen at creation: later setting changes never re-rate the commission, and refunds scale its original amount. */
         CommissionRule: {
             /**
@@ -1582,6 +1674,27 @@ export interface components {
              * @description When the customer's first attributed payment to the level-1 partnership occurred: the anchor of `max_commission_months`. A refund of that payment does not move it.
              */
             first_payment_at: string;
+        };
+        FraudFlag: {
+            /** @enum {string} */
+            signal: "self_referral" | "duplicate_click" | "bot" | "refund_rate";
+            /** @description What was seen, per signal. self_referral: `match` (`email`, `email_domain` with `domain`, or `portal_visitor` with `visitor_id`). duplicate_click: `matched_on` (`visitor_id` or `ip_hash`), `counted_click_id`, `counted_click_at`, `window_minutes`. bot: `user_agent_token`. refund_rate: `window_days`, `payments_cents` and `refunded_cents` (exact, as strings), `refund_rate_bps`, `threshold_bps`. */
+            evidence: {
+                [key: string]: string | number;
+            };
+        };
+        CommissionReview: {
+            /** @enum {string} */
+            decision: "approve" | "reject";
+            /** @description The merchant's note; empty when none was given. */
+            note: string;
+            /**
+             * @description The API key that decided it, masked.
+             * @example sk_live_…a1b2
+             */
+            key: string;
+            /** Format: date-time */
+            reviewed_at: string;
         };
         Payout: {
             /** @example po_01hzy3v9k4 */
@@ -1646,6 +1759,8 @@ export interface components {
                 status: components["schemas"]["CommissionStatus"];
             }[];
             commission_skipped: components["schemas"]["CommissionSkipped"];
+            /** @description A click's fraud flags (`duplicate_click`, `bot`): a flagged click is recorded and counted nowhere (stats, partnership clicks). Empty for a counted click and for signups and payments (a payment's flags are on its commissions). */
+            flags: components["schemas"]["FraudFlag"][];
         };
         /** @description Why an attributed payment earned nothing: it occurred `max_commission_months` or more after the customer's first attributed payment to the partnership, or the customer's first `max_commission_payments` payments had already earned. null otherwise. */
         CommissionSkipped: ("max_commission_months" | "max_commission_payments") | null;
@@ -1947,6 +2062,32 @@ export interface components {
              * @example https://acme.com/?ref={code}
              */
             referral_url_template: string | null;
+            fraud: components["schemas"]["FraudSettings"];
+        };
+        /** @description Per signal: `flag` holds a payment's commissions for review (`hold_reason: review`, `flags`; approved or rejected with POST /api/v1/commissions/{id}/review), `reject` creates them rejected (the payment is recorded), `off` does not check. Click signals take `flag` or `off`. */
+        FraudSettings: {
+            /**
+             * @description The paying customer is the affiliate: the same email, or the same email domain unless it is a public one (webmail providers, example and test domains). Default `flag`.
+             * @enum {string}
+             */
+            self_referral: "flag" | "reject" | "off";
+            /**
+             * @description The partnership's refunded share of its payments of the last 30 days is above `refund_rate_threshold_bps`. Checked only with a threshold. Default `flag`.
+             * @enum {string}
+             */
+            refund_rate: "flag" | "reject" | "off";
+            /**
+             * @description The same visitor (or address hash) had a counted click on the same code within the hour before. `flag` (default) records the click as a duplicate, counted nowhere; `off` counts it.
+             * @enum {string}
+             */
+            duplicate_click: "flag" | "off";
+            /**
+             * @description The click's user agent is a crawler, a headless browser or an HTTP library. `flag` (default) records it as a bot click, counted nowhere; `off` counts it.
+             * @enum {string}
+             */
+            bot: "flag" | "off";
+            /** @description null (default: refund_rate is not checked) or 1-10000 basis points (2500 = 25%). */
+            refund_rate_threshold_bps: number | null;
         };
         Stats: {
             /** @description The requested period, echoed. */
@@ -2280,7 +2421,7 @@ export interface components {
             payment_amount_cents: number;
             /** Format: date-time */
             hold_until: string;
-            /** @description Why the merchant holds it beyond hold_until (e.g. a disputed payment); null when not held. */
+            /** @description Why the merchant holds it beyond hold_until: `"review"` while it is under review (the merchant decides whether it is paid); null when not held. */
             hold_reason: string | null;
             /** Format: date-time */
             created_at: string;
@@ -2419,6 +2560,10 @@ export interface components {
             hold_reason: components["schemas"]["HoldReason"];
             /** @description The rule that made it; null only for commissions created before rules were recorded. */
             rule: components["schemas"]["CommissionRuleOutput"] | null;
+            /** @description The fraud signals raised when it was created, each with its evidence; empty when none was. A flag set to `flag` holds it for review (`hold_reason: review`), one set to `reject` created it rejected. */
+            flags: components["schemas"]["FraudFlag"][];
+            /** @description The merchant's decision once flagged; null until decided. */
+            review: components["schemas"]["CommissionReview"] | null;
         };
         /** @description Frozen at creation: later setting changes never re-rate the commission, and refunds scale its original amount. */
         CommissionRuleOutput: {
@@ -3560,6 +3705,8 @@ export interface operations {
                 partnership_id?: string;
                 /** @description Only those bundled into this payout. */
                 payout_id?: string;
+                /** @description true: only commissions awaiting review (`hold_reason: review`), the review queue. */
+                flagged?: "true" | "false";
                 /** @description `next_cursor` of the previous page. */
                 cursor?: string;
                 /** @description Page size, 1-100. */
@@ -3797,6 +3944,127 @@ export interface operations {
                 content: {
                     "application/json": components["schemas"]["Error"];
                 };
+            };
+            /** @description Request body over 1 MiB */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Content type other than application/json */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Rate limit exceeded for this key */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A service behind the gateway cannot be reached or could not apply the request in time; nothing was applied, retry later */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The outcome is unknown (the connection to a service was lost after the request left): repeat with the same Idempotency-Key, or read the resource, before retrying */
+            504: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    reviewCommission: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Commission id (com_…). */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ReviewCommissionRequest"];
+            };
+        };
+        responses: {
+            /** @description The commission after the decision */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["CommissionOutput"];
+                    };
+                };
+            };
+            /** @description Validation failed, malformed JSON, or the commission is not awaiting review ({ error, details }) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ValidationError"] | components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing x-api-key header, invalid key format, or an invalid or revoked key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A test-mode key (sk_test_) was sent to the management API */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found in this product */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Already reviewed ({ error, details: { review } }) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
             };
             /** @description Request body over 1 MiB */
             413: {
@@ -8250,6 +8518,10 @@ export interface operations {
                         hold_reason: components["schemas"]["HoldReason"];
                         /** @description The rule that made it; null only for commissions created before rules were recorded. */
                         rule: components["schemas"]["CommissionRule"] | null;
+                        /** @description The fraud signals raised when it was created, each with its evidence; empty when none was. A flag set to `flag` holds it for review (`hold_reason: review`), one set to `reject` created it rejected. */
+                        flags: components["schemas"]["FraudFlag"][];
+                        /** @description The merchant's decision once flagged; null until decided. */
+                        review: components["schemas"]["CommissionReview"] | null;
                         /** @description The payment's level-1 commission. */
                         commission_id: string;
                         partnership_id: string;
@@ -8263,6 +8535,66 @@ export interface operations {
                         fully_refunded: boolean;
                         reason: string | null;
                     };
+                };
+            };
+        };
+        responses: {
+            /** @description Any 2xx acknowledges the delivery; anything else is retried. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    webhookCommissionFlagged: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description The event id; also the webhook-id header. */
+                    id: string;
+                    /** @constant */
+                    type: "commission.flagged";
+                    /** Format: date-time */
+                    created_at: string;
+                    data: components["schemas"]["Commission"];
+                };
+            };
+        };
+        responses: {
+            /** @description Any 2xx acknowledges the delivery; anything else is retried. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    webhookCommissionReviewed: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description The event id; also the webhook-id header. */
+                    id: string;
+                    /** @constant */
+                    type: "commission.reviewed";
+                    /** Format: date-time */
+                    created_at: string;
+                    data: components["schemas"]["Commission"];
                 };
             };
         };

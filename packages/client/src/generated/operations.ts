@@ -523,6 +523,14 @@ export const operationTable = {
     "paged": false,
     "int64": {}
   },
+  "reviewCommission": {
+    "method": "POST",
+    "path": "/api/v1/commissions/{id}/review",
+    "credential": "apiKey",
+    "idempotencyKey": false,
+    "paged": false,
+    "int64": {}
+  },
   "revokeAffiliateTokens": {
     "method": "DELETE",
     "path": "/api/v1/affiliates/{id}/tokens",
@@ -632,8 +640,10 @@ export const operationTable = {
 export const webhookTable = {
   "commission.approved": {},
   "commission.created": {},
+  "commission.flagged": {},
   "commission.refunded": {},
   "commission.rejected": {},
+  "commission.reviewed": {},
   "customer.erased": {},
   "partnership.created": {
     "data": {

@@ -1,4 +1,4 @@
-import type { Commission } from "@affiliate/proto/ledger";
+import { type Commission, HoldReason } from "@affiliate/proto/ledger";
 import { CommissionType, type Partnership, PartnershipStatus, type Program } from "@affiliate/proto/partners";
 import { type Payout, type PayoutLine, PayoutLineKind } from "@affiliate/proto/payouts";
 import type {
@@ -77,7 +77,8 @@ export function toAffiliateMe(partnership: Partnership, program: Program): Publi
 /**
  * A commission as its affiliate sees it: the customer masked. The ledger keeps one reason per
  * commission, a rejection's or a refund's: on a commission that is not rejected it can only be
- * a refund's. `hold_reason` is null until the ledger records holds beyond the hold period.
+ * a refund's. A commission a fraud signal flagged reads `hold_reason: "review"` ("under review")
+ * and nothing more: its flags and their evidence would teach evasion. Other holds read null.
  */
 export function toAffiliateCommission(commission: Commission): PublicAffiliateCommission {
   const status = commissionStatusName(commission.status);
@@ -88,7 +89,7 @@ export function toAffiliateCommission(commission: Commission): PublicAffiliateCo
     amount_cents: Number(commission.amountCents),
     payment_amount_cents: Number(commission.paymentAmountCents),
     hold_until: isoTime(commission.holdUntil, "commission.hold_until", "ledger"),
-    hold_reason: null,
+    hold_reason: commission.holdReason === HoldReason.REVIEW ? "review" : null,
     created_at: isoTime(commission.createdAt, "commission.created_at", "ledger"),
     payout_id: commission.payoutId || null,
     rule: commission.rule ? toPublicCommissionRule(commission.rule) : null,

@@ -1,10 +1,13 @@
 import {
   type Commission,
+  type CommissionReview,
   type CommissionRule,
   CommissionSkipped,
   CommissionStatus,
+  type FraudFlag,
   HoldReason,
   type PreviewCommissionsResponse,
+  ReviewDecision,
   RuleSource,
   RuleType,
 } from "@affiliate/proto/ledger";
@@ -14,6 +17,7 @@ import type {
   PublicCommissionRule,
   PublicCommissionSkipped,
   PublicCommissionStatus,
+  PublicFraudFlag,
   PublicHoldReason,
 } from "../schemas/commissions.js";
 import type { PublicCommissionPreview } from "../schemas/tracking.js";
@@ -53,7 +57,31 @@ export function commissionSkippedName(skipped: CommissionSkipped): PublicCommiss
 const holdReasonNames: Record<HoldReason, PublicHoldReason> = {
   [HoldReason.UNSPECIFIED]: null,
   [HoldReason.DISPUTE]: "dispute",
+  [HoldReason.REVIEW]: "review",
 };
+
+const fraudSignals = new Set<string>(["self_referral", "duplicate_click", "bot", "refund_rate"]);
+
+/** Flags as the public shape shows them: the evidence parsed back into its object. */
+export function toPublicFlags(flags: readonly FraudFlag[]): PublicFraudFlag[] {
+  return flags.map((flag) => {
+    if (!fraudSignals.has(flag.signal)) throw new ContractViolation(`fraud signal ${flag.signal} has no public name`);
+    return {
+      signal: flag.signal as PublicFraudFlag["signal"],
+      evidence: JSON.parse(flag.evidenceJson || "{}") as PublicFraudFlag["evidence"],
+    };
+  });
+}
+
+function toPublicReview(review: CommissionReview | undefined): PublicCommission["review"] {
+  if (!review || review.decision === ReviewDecision.UNSPECIFIED) return null;
+  return {
+    decision: review.decision === ReviewDecision.REJECT ? "reject" : "approve",
+    note: review.note,
+    key: review.key,
+    reviewed_at: isoTime(review.reviewedAt, "commission.review.reviewed_at", "ledger"),
+  };
+}
 
 export function holdReasonName(reason: HoldReason): PublicHoldReason {
   const name = holdReasonNames[reason];
@@ -111,6 +139,8 @@ export function toPublicCommission(commission: Commission, partnership: Partners
     payout_id: commission.payoutId || null,
     hold_reason: holdReasonName(commission.holdReason),
     rule: commission.rule ? toPublicCommissionRule(commission.rule) : null,
+    flags: toPublicFlags(commission.flags),
+    review: toPublicReview(commission.review),
   };
 }
 

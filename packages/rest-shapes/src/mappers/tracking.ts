@@ -1,7 +1,7 @@
 import { EventType, type TrackedEvent } from "@affiliate/proto/ledger";
 import { timestampFromDate } from "@bufbuild/protobuf/wkt";
 import type { PublicTrackedEvent, PublicTrackingEventType, TrackEventBody } from "../schemas/tracking.js";
-import { commissionSkippedName, commissionStatusName } from "./commissions.js";
+import { commissionSkippedName, commissionStatusName, toPublicFlags } from "./commissions.js";
 import { ContractViolation, isoTime, namesOf, required } from "./common.js";
 
 const eventTypeValues: Record<PublicTrackingEventType, EventType> = {
@@ -45,5 +45,6 @@ export function toPublicTrackedEvent(event: TrackedEvent | undefined): PublicTra
       status: commissionStatusName(commission.status),
     })),
     commission_skipped: commissionSkippedName(tracked.commissionSkipped),
+    flags: toPublicFlags(tracked.flags),
   };
 }

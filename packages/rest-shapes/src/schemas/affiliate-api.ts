@@ -129,7 +129,8 @@ export const affiliateCommissionSchema = z
     payment_amount_cents: z.int(),
     hold_until: z.iso.datetime(),
     hold_reason: z.string().nullable().meta({
-      description: "Why the merchant holds it beyond hold_until (e.g. a disputed payment); null when not held.",
+      description:
+        'Why the merchant holds it beyond hold_until: `"review"` while it is under review (the merchant decides whether it is paid); null when not held.',
     }),
     created_at: z.iso.datetime(),
     payout_id: z.string().nullable(),

@@ -17,11 +17,32 @@ export const commissionSkippedSchema = z.enum(["max_commission_months", "max_com
 });
 
 /** Why a commission is held (contract section 13). */
-export const holdReasonSchema = z.enum(["dispute"]).nullable().meta({
+export const holdReasonSchema = z.enum(["dispute", "review"]).nullable().meta({
   id: "HoldReason",
   description:
-    "Why the commission is held: `dispute` while its payment's dispute (a chargeback) is open. A held commission keeps its status and amount but is not approved at the end of its hold period and goes into no payout until the dispute closes: won, the hold is lifted; lost, the payment is refunded in full. A commission already in a payout is never held (a lost dispute claws it back instead). null when not held.",
+    "Why the commission is held: `dispute` while its payment's dispute (a chargeback) is open; `review` while a fraud signal's flag (`flags`) waits for the merchant's decision (`POST /api/v1/commissions/{id}/review`). A held commission keeps its status and amount but is not approved at the end of its hold period and goes into no payout until the hold ends. A dispute won lifts its hold; lost, the payment is refunded in full. A commission already in a payout is never held (a lost dispute claws it back instead). null when not held.",
 });
+
+/** A fraud signal raised on a commission or a click, with what raised it (contract section 18). */
+export const fraudFlagSchema = z
+  .object({
+    signal: z.enum(["self_referral", "duplicate_click", "bot", "refund_rate"]),
+    evidence: z.record(z.string(), z.union([z.string(), z.number()])).meta({
+      description:
+        "What was seen, per signal. self_referral: `match` (`email`, `email_domain` with `domain`, or `portal_visitor` with `visitor_id`). duplicate_click: `matched_on` (`visitor_id` or `ip_hash`), `counted_click_id`, `counted_click_at`, `window_minutes`. bot: `user_agent_token`. refund_rate: `window_days`, `payments_cents` and `refunded_cents` (exact, as strings), `refund_rate_bps`, `threshold_bps`.",
+    }),
+  })
+  .meta({ id: "FraudFlag" });
+
+/** The merchant's decision on a flagged commission (contract section 18). */
+export const commissionReviewSchema = z
+  .object({
+    decision: z.enum(["approve", "reject"]),
+    note: z.string().meta({ description: "The merchant's note; empty when none was given." }),
+    key: z.string().meta({ description: "The API key that decided it, masked.", example: "sk_live_…a1b2" }),
+    reviewed_at: z.iso.datetime(),
+  })
+  .meta({ id: "CommissionReview" });
 
 export type PublicHoldReason = z.output<typeof holdReasonSchema>;
 
@@ -78,6 +99,13 @@ export const commissionSchema = z
     rule: commissionRuleSchema
       .nullable()
       .meta({ description: "The rule that made it; null only for commissions created before rules were recorded." }),
+    flags: z.array(fraudFlagSchema).meta({
+      description:
+        "The fraud signals raised when it was created, each with its evidence; empty when none was. A flag set to `flag` holds it for review (`hold_reason: review`), one set to `reject` created it rejected.",
+    }),
+    review: commissionReviewSchema
+      .nullable()
+      .meta({ description: "The merchant's decision once flagged; null until decided." }),
   })
   .meta({ id: "Commission" });
 
@@ -87,6 +115,11 @@ export const listCommissionsQuerySchema = z.object({
   status: commissionStatusSchema.optional().meta({ description: "Only commissions in this status." }),
   partnership_id: text({ min: 1, max: 128 }).optional().meta({ description: "Only this partnership's." }),
   payout_id: text({ min: 1, max: 128 }).optional().meta({ description: "Only those bundled into this payout." }),
+  flagged: z
+    .enum(["true", "false"])
+    .optional()
+    .transform((value) => value === "true")
+    .meta({ description: "true: only commissions awaiting review (`hold_reason: review`), the review queue." }),
   ...pageQueryShape,
 });
 
@@ -100,6 +133,16 @@ export const updateCommissionBodySchema = z
   })
   .meta({ id: "UpdateCommissionRequest" });
 
+export const reviewCommissionBodySchema = z
+  .object({
+    decision: z.enum(["approve", "reject"]).meta({
+      description:
+        "approve: the review hold is lifted; the commission is approved at once when its hold period is over, else when it ends (a dispute opened meanwhile keeps it held). reject: rejected, with its level-2 child; the payment stays recorded.",
+    }),
+    note: text({ max: 500 }).optional().meta({ description: "Why; kept with the decision. At most 500 characters." }),
+  })
+  .meta({ id: "ReviewCommissionRequest" });
+
 export const commissionResponseSchema = z.object({ data: commissionSchema });
 export const commissionListResponseSchema = z.object({
   data: z.array(commissionSchema),
@@ -110,3 +153,4 @@ export type PublicCommission = z.output<typeof commissionSchema>;
 export type PublicCommissionRule = z.output<typeof commissionRuleSchema>;
 export type PublicCommissionSkipped = z.output<typeof commissionSkippedSchema>;
 export type UpdateCommissionBody = z.output<typeof updateCommissionBodySchema>;
+export type PublicFraudFlag = z.output<typeof fraudFlagSchema>;

@@ -5,10 +5,43 @@ import {
   maxReferralUrlTemplateLength,
   referralUrlTemplateProblem,
 } from "@affiliate/platform/commission-terms";
+import { clickSignalActions, fraudActions } from "@affiliate/platform/fraud-settings";
 import { z } from "zod";
 import { text } from "./common.js";
 
 const bps = z.int().min(0).max(10_000);
+
+const paymentSignalAction = z.enum(fraudActions);
+const clickSignalAction = z.enum(clickSignalActions);
+
+/** What each fraud signal does (contract section 18). */
+export const fraudSettingsSchema = z
+  .object({
+    self_referral: paymentSignalAction.meta({
+      description:
+        "The paying customer is the affiliate: the same email, or the same email domain unless it is a public one (webmail providers, example and test domains). Default `flag`.",
+    }),
+    refund_rate: paymentSignalAction.meta({
+      description:
+        "The partnership's refunded share of its payments of the last 30 days is above `refund_rate_threshold_bps`. Checked only with a threshold. Default `flag`.",
+    }),
+    duplicate_click: clickSignalAction.meta({
+      description:
+        "The same visitor (or address hash) had a counted click on the same code within the hour before. `flag` (default) records the click as a duplicate, counted nowhere; `off` counts it.",
+    }),
+    bot: clickSignalAction.meta({
+      description:
+        "The click's user agent is a crawler, a headless browser or an HTTP library. `flag` (default) records it as a bot click, counted nowhere; `off` counts it.",
+    }),
+    refund_rate_threshold_bps: z.int().min(1).max(10_000).nullable().meta({
+      description: "null (default: refund_rate is not checked) or 1-10000 basis points (2500 = 25%).",
+    }),
+  })
+  .meta({
+    id: "FraudSettings",
+    description:
+      "Per signal: `flag` holds a payment's commissions for review (`hold_reason: review`, `flags`; approved or rejected with POST /api/v1/commissions/{id}/review), `reject` creates them rejected (the payment is recorded), `off` does not check. Click signals take `flag` or `off`.",
+  });
 
 /** How a level-1 commission is computed (contract section 12). */
 export const commissionTypeSchema = z.enum(["percent", "flat"]).meta({
@@ -58,6 +91,7 @@ export const programSchema = z
           "null or an http(s) URL containing `{code}` (replaced by the affiliate's referral code), shown to affiliates as their link.",
         example: "https://acme.com/?ref={code}",
       }),
+    fraud: fraudSettingsSchema,
   })
   .meta({
     id: "Program",
@@ -88,6 +122,9 @@ export const updateProgramBodySchema = z
     max_commission_months: writable.max_commission_months.optional(),
     max_commission_payments: writable.max_commission_payments.optional(),
     referral_url_template: writable.referral_url_template.optional(),
+    fraud: fraudSettingsSchema.partial().optional().meta({
+      description: "Any subset of the fraud settings; the others stay. An unknown signal is refused by name.",
+    }),
     ...Object.fromEntries(
       readOnlyFields.map((field) => [field, z.unknown().optional().meta({ description: "Read-only: refused." })]),
     ),

@@ -1,5 +1,10 @@
 import { z } from "zod";
-import { commissionRuleSchema, commissionSkippedSchema, commissionStatusSchema } from "./commissions.js";
+import {
+  commissionRuleSchema,
+  commissionSkippedSchema,
+  commissionStatusSchema,
+  fraudFlagSchema,
+} from "./commissions.js";
 import { emailSchema, referralCodeSchema, text } from "./common.js";
 
 export const trackingEventTypeSchema = z.enum(["click", "signup", "payment"]).meta({
@@ -89,6 +94,10 @@ export const trackedEventSchema = z
       )
       .meta({ description: "Created by this payment (live), or that it would create (sandbox)." }),
     commission_skipped: commissionSkippedSchema,
+    flags: z.array(fraudFlagSchema).meta({
+      description:
+        "A click's fraud flags (`duplicate_click`, `bot`): a flagged click is recorded and counted nowhere (stats, partnership clicks). Empty for a counted click and for signups and payments (a payment's flags are on its commissions).",
+    }),
   })
   .meta({ id: "TrackedEvent" });
 

@@ -3,9 +3,11 @@ import { StatusSchema } from "@affiliate/proto/common";
 import {
   type Commission,
   CommissionAction,
+  CommissionReviewSchema,
   CommissionSchema,
   CommissionStatus,
   EventType,
+  HoldReason,
   LedgerService,
   type Metrics,
   MetricsSchema,
@@ -15,13 +17,14 @@ import {
   type RefundRequest,
   type RefundResult,
   RefundResultSchema,
+  ReviewDecision,
   type TrackedEvent,
   TrackedEventSchema,
   type TrackRequest,
 } from "@affiliate/proto/ledger";
 import type { Partnership } from "@affiliate/proto/partners";
 import { create } from "@bufbuild/protobuf";
-import { timestampFromDate } from "@bufbuild/protobuf/wkt";
+import { timestampFromDate, timestampNow } from "@bufbuild/protobuf/wkt";
 import { type Client, Code, ConnectError, type ServiceImpl, type Transport } from "@connectrpc/connect";
 import { CallLog, serveRecorded } from "./recorded-service.js";
 
@@ -300,14 +303,15 @@ export class FakeLedger extends CallLog<LedgerMethod> {
       getCommission: ({ productId, commissionId }) => ({
         commission: this.#commissionOrThrow(productId, commissionId),
       }),
-      listCommissions: ({ productId, status, partnershipId, payoutId, pageSize, pageToken }) => {
+      listCommissions: ({ productId, status, partnershipId, payoutId, flagged, pageSize, pageToken }) => {
         const matching = [...this.commissions.values()]
           .filter(
             (c) =>
               c.productId === productId &&
               (status === CommissionStatus.UNSPECIFIED || c.status === status) &&
               (partnershipId === undefined || c.partnershipId === partnershipId) &&
-              (payoutId === undefined || c.payoutId === payoutId),
+              (payoutId === undefined || c.payoutId === payoutId) &&
+              (!flagged || c.holdReason === HoldReason.REVIEW),
           )
           .sort((a, b) => b.id.localeCompare(a.id));
         let offset = 0;
@@ -349,6 +353,19 @@ export class FakeLedger extends CallLog<LedgerMethod> {
           commission.status = CommissionStatus.REJECTED;
         }
         if (reason !== undefined) commission.reason = reason;
+        return { commission };
+      },
+      reviewCommission: ({ productId, commissionId, decision, note, key }) => {
+        const commission = this.#commissionOrThrow(productId, commissionId);
+        if (commission.review) {
+          throw new ConnectError(`Commission ${commissionId} was already reviewed`, Code.AlreadyExists);
+        }
+        if (commission.holdReason !== HoldReason.REVIEW) {
+          throw new ConnectError(`Commission ${commissionId} is not flagged for review`, Code.FailedPrecondition);
+        }
+        commission.holdReason = HoldReason.UNSPECIFIED;
+        commission.status = decision === ReviewDecision.REJECT ? CommissionStatus.REJECTED : CommissionStatus.APPROVED;
+        commission.review = create(CommissionReviewSchema, { decision, note, key, reviewedAt: timestampNow() });
         return { commission };
       },
       getStats: ({ period }) => {

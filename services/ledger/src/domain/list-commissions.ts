@@ -7,6 +7,8 @@ export interface CommissionFilter {
   status?: CommissionStatus | undefined;
   partnershipId?: string | undefined;
   payoutId?: string | undefined;
+  /** Only commissions awaiting review: the review queue. */
+  flagged?: boolean | undefined;
 }
 
 /** One page of commissions, newest first, keyset-paginated like every list (spec 8). */
@@ -15,7 +17,7 @@ export async function listCommissionsPage(
   pageTokens: PageTokens,
   query: CommissionFilter & { pageSize: number; pageToken: string },
 ): Promise<{ commissions: Commission[]; nextPageToken: string }> {
-  const scope = `commissions:${query.productId}:${query.status ?? ""}:${query.partnershipId ?? ""}:${query.payoutId ?? ""}`;
+  const scope = `commissions:${query.productId}:${query.status ?? ""}:${query.partnershipId ?? ""}:${query.payoutId ?? ""}:${query.flagged ? "flagged" : ""}`;
   const page = await keysetPage(pageTokens, scope, query, (afterId, limit) =>
     listCommissions(sql, { ...query, afterId, limit }),
   );

@@ -53,7 +53,8 @@ export async function releasePaymentCommissions(sql: Sql, input: ReleaseInput): 
     if (!(await openHoldReasonOf(tx, payment.id))) {
       await setHoldReason(
         tx,
-        commissions.filter((c) => c.holdReason !== null).map((c) => c.id),
+        // A review's hold is the merchant's to lift (review-commission.ts), not the dispute's.
+        commissions.filter((c) => c.holdReason === "dispute").map((c) => c.id),
         null,
       );
     }

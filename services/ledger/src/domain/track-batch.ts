@@ -17,6 +17,8 @@ import {
 } from "../store/tracking-events.js";
 import { attributeInOrder, BatchDirectory } from "./attribute.js";
 import { recordCommissionChange } from "./commission-changes.js";
+import { fraudFlagsOf, fraudVerdict } from "./fraud/check-events.js";
+import type { FraudFlag } from "./fraud/signals.js";
 import { RollupChanges } from "./rollup-changes.js";
 import {
   type CommissionDecision,
@@ -166,7 +168,11 @@ async function recordAll(deps: ModeDeps, events: Pending[], outcomes: TrackOutco
     const sponsor = attribution?.activeSponsorPartnershipId
       ? await deps.partners.byPartnershipId(row.productId, attribution.activeSponsorPartnershipId)
       : undefined;
-    planned.push({ pending, row, attribution, sponsor });
+    planned.push({ pending, row, attribution, sponsor, flags: [] });
+  }
+  if (!testMode) {
+    const flags = await fraudFlagsOf(sql, deps.now, planned);
+    for (const p of planned) p.flags = flags.get(p.row.id) ?? [];
   }
 
   const recorded = testMode
@@ -201,6 +207,7 @@ function eventRow(pending: Pending, attribution: Attribution | undefined): Event
     externalId: input.externalId ?? null,
     ip: input.ip ?? null,
     userAgent: input.userAgent ?? null,
+    ipHash: input.ipHash ?? null,
     occurredAt: pending.occurredAt,
   };
 }
@@ -284,12 +291,17 @@ function decisionOf(planned: Planned, histories: Map<string, PaymentHistory>): C
   );
 }
 
-/** The decision's commissions as rows: ids (the level-2 one pointing at level 1), status and hold. */
+/**
+ * The decision's commissions as rows: ids (the level-2 one pointing at level 1), status and hold.
+ * A payment's fraud flags go on both levels: held for review (pending whatever its hold period),
+ * or rejected, as the program's settings say (check-events.ts).
+ */
 function newCommissions(planned: Planned, decision: CommissionDecision, now: Date): NewCommission[] {
-  const { row, attribution } = planned;
+  const { row, attribution, flags } = planned;
   if (!attribution || decision.commissions.length === 0) return [];
   const holdUntil = new Date(row.occurredAt.getTime() + attribution.program.holdDays * dayMs);
-  const status = holdUntil <= now ? "approved" : "pending";
+  const verdict = fraudVerdict(flags, attribution.program.fraud);
+  const status = verdict === "reject" ? "rejected" : verdict === "review" || holdUntil > now ? "pending" : "approved";
   let parentCommissionId: string | null = null;
   return decision.commissions.map((earned) => {
     const id = newId("com");
@@ -307,6 +319,9 @@ function newCommissions(planned: Planned, decision: CommissionDecision, now: Dat
       paymentAmountCents: row.amountCents ?? 0,
       paymentOccurredAt: row.occurredAt,
       rule: earned.rule,
+      flags,
+      holdReason: verdict === "review" ? "review" : null,
+      reason: verdict === "reject" ? `Rejected by the fraud checks: ${flags.map((f) => f.signal).join(", ")}` : null,
     };
     if (earned.level === 1) parentCommissionId = id;
     return commission;
@@ -326,6 +341,8 @@ type Planned = {
   row: EventRow;
   attribution: Attribution | undefined;
   sponsor: Attribution | undefined;
+  /** Live events' fraud flags: a click's are stored on it, a payment's on its commissions. */
+  flags: FraudFlag[];
 };
 
 /**
@@ -340,7 +357,7 @@ async function writeLive(tx: TransactionSql, now: Date, planned: Planned[]): Pro
   const inserted = await insertEventsUnlessReplay(
     tx,
     false,
-    planned.map((p) => p.row),
+    planned.map((p) => (p.row.eventType === "click" ? { ...p.row, flags: p.flags } : p.row)),
   );
   const kept = planned.filter((p) => inserted.has(p.row.id));
   const histories = await numberPayments(
@@ -362,19 +379,29 @@ async function writeLive(tx: TransactionSql, now: Date, planned: Planned[]): Pro
     ),
   ]);
   const changes = new RollupChanges();
-  for (const { row, commissions } of decided) addEventToRollups(changes, row, commissions);
+  for (const { row, commissions, flags } of decided) addEventToRollups(changes, { ...row, flags }, commissions);
   // Each commission.created continues the trace of the call that reported its payment, which may
   // be another than this batch's (the gateway gathers several requests' events into one call).
   const traceOfEvent = new Map(kept.map((p) => [p.row.id, p.pending.input.traceContext]));
   await Promise.all([
     enqueueCommissionEvents(tx, "commissionCreated", created, (c) => traceOfEvent.get(c.eventId)),
+    enqueueCommissionEvents(
+      tx,
+      "commissionFlagged",
+      created.filter((c) => c.holdReason === "review"),
+      (c) => traceOfEvent.get(c.eventId),
+    ),
     changes.flush(tx),
   ]);
 
   const results = new Map<number, TrackResult>();
-  for (const { pending, row, commissions, decision } of decided) {
+  for (const { pending, row, commissions, decision, flags } of decided) {
     results.set(pending.position, {
-      event: trackedEvent({ ...row, commissionSkipped: decision.skipped }, false, commissions.map(summaryOf)),
+      event: trackedEvent(
+        { ...row, commissionSkipped: decision.skipped, flags: row.eventType === "click" ? flags : [] },
+        false,
+        commissions.map(summaryOf),
+      ),
       replayed: false,
     });
   }
@@ -433,22 +460,28 @@ async function writeSandbox(deps: ModeDeps, planned: Planned[]): Promise<Map<num
   return results;
 }
 
-export function addEventToRollups(changes: RollupChanges, event: EventRow, commissions: NewCommission[]): void {
+export function addEventToRollups(
+  changes: RollupChanges,
+  event: EventRow & { flags?: readonly FraudFlag[] | null | undefined },
+  commissions: NewCommission[],
+): void {
   const attributedPayment = event.eventType === "payment" && event.partnershipId !== null;
+  // A click the fraud checks flagged (duplicate_click, bot) is stored and counted nowhere.
+  const countedClick = event.eventType === "click" && !(event.flags && event.flags.length > 0);
   changes.addActivity(
     event.productId,
     event.occurredAt,
     {
-      clicks: event.eventType === "click" ? 1 : 0,
+      clicks: countedClick ? 1 : 0,
       signups: event.eventType === "signup" ? 1 : 0,
       conversions: attributedPayment ? 1 : 0,
       revenueCents: attributedPayment ? (event.amountCents ?? 0) : 0,
     },
     event.partnershipId,
   );
-  if (event.partnershipId && (event.eventType === "click" || attributedPayment)) {
+  if (event.partnershipId && (countedClick || attributedPayment)) {
     changes.addPartnership(event.productId, event.partnershipId, {
-      clicks: event.eventType === "click" ? 1 : 0,
+      clicks: countedClick ? 1 : 0,
       conversions: attributedPayment ? 1 : 0,
     });
   }
@@ -500,5 +533,6 @@ function trackedEvent(event: StoredEvent, testMode: boolean, commissions: Commis
     testMode,
     commissions,
     commissionSkipped: event.commissionSkipped ?? null,
+    flags: event.flags ?? [],
   };
 }

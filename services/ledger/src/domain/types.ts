@@ -1,9 +1,14 @@
 /** The ledger's own vocabulary; the RPC edge maps it to and from proto. */
+import type { FraudSettings } from "@affiliate/platform";
+import type { FraudFlag } from "./fraud/signals.js";
 
 export type TrackingEventType = "click" | "signup" | "payment";
 export type CommissionStatus = "pending" | "approved" | "paid" | "rejected" | "refunded";
-/** Why a commission is held: neither approved by the hold sweep nor claimed by a payout. */
-export type HoldReason = "dispute";
+/**
+ * Why a commission is held: neither approved by the hold sweep nor claimed by a payout. dispute:
+ * its payment is disputed; review: a fraud signal flagged it and the merchant has not decided.
+ */
+export type HoldReason = "dispute" | "review";
 export type Period = "7d" | "30d" | "90d" | "12m";
 
 export interface TrackInput {
@@ -19,6 +24,8 @@ export interface TrackInput {
   occurredAt?: Date | undefined;
   ip?: string | undefined;
   userAgent?: string | undefined;
+  /** A keyed hash of the click's address (never the address), from the gateway's referral links. */
+  ipHash?: string | undefined;
   /** The trace of the call that reported the event, when it came in a batch of several calls. */
   traceContext?: Record<string, string> | undefined;
 }
@@ -41,6 +48,8 @@ export interface TrackedEvent {
   commissions: CommissionSummary[];
   /** Why an attributed payment earned nothing; null otherwise. */
   commissionSkipped: CommissionSkipped | null;
+  /** A click's fraud flags: a flagged click is stored and counted nowhere. Empty otherwise. */
+  flags: FraudFlag[];
 }
 
 export type CommissionType = "percent" | "flat";
@@ -96,6 +105,21 @@ export interface Commission {
   createdAt: Date;
   /** The frozen rule; null for commissions created before rules were recorded. */
   rule: CommissionRule | null;
+  /** The fraud signals raised when it was created, with their evidence (contract section 18). */
+  flags: FraudFlag[];
+  /** The merchant's decision on it once flagged; null until decided. */
+  review: CommissionReview | null;
+}
+
+export type ReviewDecision = "approve" | "reject";
+
+/** Who decided a flagged commission, how, why and when. */
+export interface CommissionReview {
+  decision: ReviewDecision;
+  note: string;
+  /** The key that decided, masked ("sk_live_…abcd"). */
+  key: string;
+  reviewedAt: Date;
 }
 
 /** What partners says about the partnership an event is credited to. */
@@ -107,7 +131,10 @@ export interface Attribution {
   program: CommissionTerms & {
     holdDays: number;
     attributionWindowDays: number;
+    fraud: FraudSettings;
   };
+  /** The affiliate's email (normalised), for the self-referral check; null when unknown. */
+  affiliateEmail: string | null;
   /** The partnership's own terms over the program's: a field left out inherits; null: none. */
   commissionOverride: Partial<CommissionTerms> | null;
 }

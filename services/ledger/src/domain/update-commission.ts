@@ -26,6 +26,12 @@ export async function updateCommission(
     const family = await lockCommissionFamily(tx, productId, commissionId);
     const target = family.find((c) => c.id === commissionId);
     if (!target) throw new DomainError("not_found", `Commission ${commissionId} not found`);
+    if (target.holdReason === "review") {
+      throw new DomainError(
+        "failed_precondition",
+        `Commission ${commissionId} is held for review: decide it with POST /api/v1/commissions/${commissionId}/review`,
+      );
+    }
     if (change.action === "approve" && target.holdReason !== null) {
       throw new DomainError(
         "failed_precondition",

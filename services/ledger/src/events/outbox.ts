@@ -13,12 +13,20 @@ import type { Commission } from "../domain/types.js";
  * ask GetCommission.
  */
 function commissionWithoutPersonalData(commission: Commission) {
-  return { ...commissionToProto(commission), customerEmail: undefined, reason: "" };
+  const proto = commissionToProto(commission);
+  // A review's note is free text too.
+  const review = proto.review ? { ...proto.review, note: "" } : undefined;
+  return { ...proto, customerEmail: undefined, reason: "", review };
 }
 
-type CommissionEventKind = "commissionCreated" | "commissionApproved" | "commissionRejected";
+type CommissionEventKind =
+  | "commissionCreated"
+  | "commissionApproved"
+  | "commissionRejected"
+  | "commissionFlagged"
+  | "commissionReviewed";
 
-/** The registry entry of a commission event: one type for the three, they share their fields. */
+/** The registry entry of a commission event: one type for them all, they share their fields. */
 const commissionDomainEvent = (kind: CommissionEventKind): DomainEvent<(typeof ledgerEvents)[typeof kind]["schema"]> =>
   ledgerEvents[kind];
 

@@ -17,6 +17,7 @@ import {
   periodFromProto,
   previewToProto,
   refundResultToProto,
+  reviewDecisionToProto,
   timeseriesToProto,
   trackInputFromProto,
   trackOutcomeToProto,
@@ -28,6 +29,7 @@ import { claimCommissions, listPayableBalances, releaseCommissions } from "../do
 import { previewCommissions } from "../domain/preview-commissions.js";
 import { type PaymentIdentification, refundPayment } from "../domain/refund-payment.js";
 import { releasePaymentCommissions } from "../domain/release-payment-commissions.js";
+import { reviewCommission } from "../domain/review-commission.js";
 import { getStats, getTimeseries } from "../domain/stats.js";
 import { assertBatchSize, type TrackOutcome, trackBatch } from "../domain/track-batch.js";
 import { type TrackDeps, trackEvent } from "../domain/track-event.js";
@@ -44,7 +46,8 @@ const toNumber = (value: bigint | undefined) => (value === undefined ? undefined
 
 function holdReasonOrThrow(reason: HoldReason) {
   const value = fromProtoEnum(holdReasonToProto, reason);
-  if (!value) throw DomainError.invalidField("reason", "Reason must be dispute");
+  // A review's hold comes from the fraud checks only, never from a payment provider.
+  if (value !== "dispute") throw DomainError.invalidField("reason", "Reason must be dispute");
   return value;
 }
 
@@ -104,6 +107,7 @@ export function createLedgerService(deps: LedgerServiceDeps): ServiceImpl<typeof
         status: enumFilter(commissionStatusToProto, req.status),
         partnershipId: req.partnershipId,
         payoutId: req.payoutId,
+        flagged: req.flagged || undefined,
         pageSize: req.pageSize,
         pageToken: req.pageToken,
       });
@@ -119,6 +123,20 @@ export function createLedgerService(deps: LedgerServiceDeps): ServiceImpl<typeof
             : undefined;
       if (!action) throw DomainError.invalidField("action", "Action must be approve or reject");
       const commission = await updateCommission(sql, req.productId, req.commissionId, { action, reason: req.reason });
+      return { commission: commissionToProto(commission) };
+    },
+
+    async reviewCommission(req) {
+      const decision = fromProtoEnum(reviewDecisionToProto, req.decision);
+      if (!decision) throw DomainError.invalidField("decision", "Decision must be approve or reject");
+      const commission = await reviewCommission(sql, {
+        productId: req.productId,
+        commissionId: req.commissionId,
+        decision,
+        note: req.note,
+        key: req.key,
+        now: clock(),
+      });
       return { commission: commissionToProto(commission) };
     },
 

@@ -1,4 +1,4 @@
-import { asRead } from "@affiliate/platform";
+import { asRead, defaultFraudSettings, fraudSettingsFromProto } from "@affiliate/platform";
 import {
   type CommissionOverride,
   CommissionType,
@@ -54,8 +54,10 @@ function fromProto(res: ResolveAttributionResponse): Attribution {
       maxCommissionPayments: limitFromProto(program?.maxCommissionPayments ?? 0),
       holdDays: program?.holdDays ?? 0,
       attributionWindowDays: program?.attributionWindowDays ?? 0,
+      fraud: { ...defaultFraudSettings, ...fraudSettingsFromProto(program?.fraud) },
     },
     commissionOverride: overrideFromProto(res.commissionOverride),
+    affiliateEmail: res.affiliateEmail || null,
   };
 }
 

@@ -1,15 +1,29 @@
 import { DomainError, type Queryable } from "@affiliate/platform";
-import type { Commission, CommissionRule, CommissionStatus } from "../domain/types.js";
+import type { FraudFlag } from "../domain/fraud/signals.js";
+import type {
+  Commission,
+  CommissionReview,
+  CommissionRule,
+  CommissionStatus,
+  HoldReason,
+  ReviewDecision,
+} from "../domain/types.js";
 
 /** A Commission's columns, of commission rows `c` joined to their payment event `e`. */
 const commissionColumns = (sql: Queryable) => sql`
   c.id, c.product_id, c.partnership_id, c.event_id, c.level, c.parent_commission_id, c.amount_cents,
   c.original_amount_cents, c.status, c.hold_until, c.referral_code, e.customer_email,
   c.payment_amount_cents, c.payment_occurred_at, c.payout_id, c.reason, c.hold_reason, c.created_at,
-  c.rule_source, c.rule_type, c.rule_rate_bps, c.rule_flat_cents, c.rule_payment_number, c.rule_first_payment_at`;
+  c.rule_source, c.rule_type, c.rule_rate_bps, c.rule_flat_cents, c.rule_payment_number, c.rule_first_payment_at,
+  c.flags, c.review_decision, c.review_note, c.review_key, c.reviewed_at`;
 
-/** A commission as its columns read: the frozen rule in columns of its own. */
-type CommissionRow = Omit<Commission, "rule"> & {
+/** A commission as its columns read: the frozen rule and the review in columns of their own. */
+type CommissionRow = Omit<Commission, "rule" | "flags" | "review"> & {
+  flags: FraudFlag[] | null;
+  reviewDecision: ReviewDecision | null;
+  reviewNote: string | null;
+  reviewKey: string | null;
+  reviewedAt: Date | null;
   ruleSource: CommissionRule["source"] | null;
   ruleType: CommissionRule["type"] | null;
   ruleRateBps: number | null;
@@ -19,8 +33,24 @@ type CommissionRow = Omit<Commission, "rule"> & {
 };
 
 function toCommission(row: CommissionRow): Commission {
-  const { ruleSource, ruleType, ruleRateBps, ruleFlatCents, rulePaymentNumber, ruleFirstPaymentAt, ...commission } =
-    row;
+  const {
+    ruleSource,
+    ruleType,
+    ruleRateBps,
+    ruleFlatCents,
+    rulePaymentNumber,
+    ruleFirstPaymentAt,
+    flags,
+    reviewDecision,
+    reviewNote,
+    reviewKey,
+    reviewedAt,
+    ...commission
+  } = row;
+  const review: CommissionReview | null =
+    reviewDecision && reviewedAt
+      ? { decision: reviewDecision, note: reviewNote ?? "", key: reviewKey ?? "", reviewedAt }
+      : null;
   const rule =
     ruleSource && ruleType && rulePaymentNumber !== null && ruleFirstPaymentAt
       ? {
@@ -32,7 +62,19 @@ function toCommission(row: CommissionRow): Commission {
           firstPaymentAt: ruleFirstPaymentAt,
         }
       : null;
-  return { ...commission, rule };
+  return { ...commission, rule, flags: (flags ?? []).map(unfoldedFlag), review };
+}
+
+/**
+ * A flag as stored: the column's JSON keys came back camelCased by the pool's transform, which
+ * also reached into the evidence; the evidence keeps the names it was written with.
+ */
+function unfoldedFlag(flag: FraudFlag): FraudFlag {
+  const snake = (key: string) => key.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`);
+  return {
+    signal: flag.signal,
+    evidence: Object.fromEntries(Object.entries(flag.evidence ?? {}).map(([key, value]) => [snake(key), value])),
+  };
 }
 
 const toCommissions = (rows: readonly CommissionRow[]) => rows.map(toCommission);
@@ -54,6 +96,12 @@ export interface NewCommission {
   paymentAmountCents: number;
   paymentOccurredAt: Date;
   rule: CommissionRule;
+  /** The payment's fraud flags; empty when none was raised. */
+  flags: FraudFlag[];
+  /** review: held for the merchant's review; null otherwise. */
+  holdReason: Extract<HoldReason, "review"> | null;
+  /** Why it was created rejected (by the fraud checks); null otherwise. */
+  reason: string | null;
 }
 
 /** Inserts commissions (of any number of payments) and returns them as stored, in one statement. */
@@ -83,6 +131,9 @@ export async function insertCommissions(sql: Queryable, commissions: NewCommissi
         rule_flat_cents: c.rule.flatCents,
         rule_payment_number: c.rule.paymentNumber,
         rule_first_payment_at: c.rule.firstPaymentAt,
+        flags: c.flags.length > 0 ? sql.json(c.flags as never) : null,
+        hold_reason: c.holdReason,
+        reason: c.reason,
       })),
     )} returning *)
     select ${commissionColumns(sql)} from c join tracking_events e on e.id = c.event_id order by c.level`,
@@ -173,6 +224,7 @@ export async function listCommissions(
     status?: CommissionStatus | undefined;
     partnershipId?: string | undefined;
     payoutId?: string | undefined;
+    flagged?: boolean | undefined;
     afterId?: string | undefined;
     limit: number;
   },
@@ -184,8 +236,33 @@ export async function listCommissions(
       ${query.status ? sql`and c.status = ${query.status}` : sql``}
       ${query.partnershipId ? sql`and c.partnership_id = ${query.partnershipId}` : sql``}
       ${query.payoutId ? sql`and c.payout_id = ${query.payoutId}` : sql``}
+      ${query.flagged ? sql`and c.hold_reason = 'review'` : sql``}
       ${query.afterId ? sql`and c.id < ${query.afterId}` : sql``}
     order by c.id desc
     limit ${query.limit}`,
   );
+}
+
+/**
+ * Keeps a review on a commission (the caller holds its row lock): the decision, note, key and
+ * time, the status it leaves, and the hold that remains (null, or a dispute's).
+ */
+export async function recordReview(
+  sql: Queryable,
+  id: string,
+  review: CommissionReview & {
+    status: CommissionStatus;
+    holdReason: HoldReason | null;
+    /** The new reason (a rejection's note); undefined keeps the stored one. */
+    reason?: string | undefined;
+  },
+): Promise<void> {
+  await sql`
+    update commissions set review_decision = ${review.decision}, review_note = ${review.note},
+      review_key = ${review.key}, reviewed_at = ${review.reviewedAt},
+      status = ${review.status}, hold_reason = ${review.holdReason},
+      reason = coalesce(${review.reason ?? null}, reason),
+      approved_at = case when ${review.status} = 'approved' and status <> 'approved' then ${review.reviewedAt} else approved_at end,
+      updated_at = now()
+    where id = ${id}`;
 }

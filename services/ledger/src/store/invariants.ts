@@ -17,7 +17,7 @@ export async function invariantViolations(sql: Queryable): Promise<{ check: stri
       select id from commissions where hold_reason is not null and payout_id is not null`,
     "commission held without an open hold of its payment": sql`
       select c.id from commissions c
-      where c.hold_reason is not null
+      where c.hold_reason = 'dispute'
         and not exists (select 1 from commission_holds h where h.event_id = c.event_id and h.state = 'held')`,
     "payment refunded beyond its amount": sql`
       select id from tracking_events where refunded_cents > coalesce(amount_cents, 0)`,
@@ -41,7 +41,7 @@ export async function invariantViolations(sql: Queryable): Promise<{ check: stri
         (select product_id, day, sum(clicks) as clicks, sum(signups) as signups, sum(conversions) as conversions,
                 sum(revenue_cents) as revenue from daily_figures group by 1, 2) r
         full join (select product_id, (occurred_at at time zone 'UTC')::date as day,
-                          count(*) filter (where event_type = 'click') as clicks,
+                          count(*) filter (where event_type = 'click' and flags is null) as clicks,
                           count(*) filter (where event_type = 'signup') as signups,
                           count(*) filter (where event_type = 'payment' and partnership_id is not null) as conversions,
                           coalesce(sum(amount_cents) filter (where event_type = 'payment' and partnership_id is not null), 0)
@@ -65,7 +65,7 @@ export async function invariantViolations(sql: Queryable): Promise<{ check: stri
         (select product_id, hour, sum(clicks) as clicks, sum(signups) as signups, sum(conversions) as conversions,
                 sum(revenue_cents) as revenue from hourly_figures, reach where hour >= reach.since group by 1, 2) r
         full join (select product_id, date_trunc('hour', occurred_at at time zone 'UTC') at time zone 'UTC' as hour,
-                          count(*) filter (where event_type = 'click') as clicks,
+                          count(*) filter (where event_type = 'click' and flags is null) as clicks,
                           count(*) filter (where event_type = 'signup') as signups,
                           count(*) filter (where event_type = 'payment' and partnership_id is not null) as conversions,
                           coalesce(sum(amount_cents) filter (where event_type = 'payment' and partnership_id is not null), 0)
@@ -76,7 +76,7 @@ export async function invariantViolations(sql: Queryable): Promise<{ check: stri
     "partnership daily or hourly activity differs from the events and commissions": sql`
       with reach (since) as (select ((now() at time zone 'UTC')::date - ${windowReachDays}::int)::timestamp at time zone 'UTC'),
       recorded as (
-        select partnership_id, occurred_at as at, (event_type = 'click')::int as clicks,
+        select partnership_id, occurred_at as at, (event_type = 'click' and flags is null)::int as clicks,
                (event_type = 'signup')::int as signups, (event_type = 'payment')::int as conversions,
                case when event_type = 'payment' then amount_cents else 0 end as revenue, 0::int8 as commissions
         from tracking_events where partnership_id is not null
@@ -114,7 +114,7 @@ export async function invariantViolations(sql: Queryable): Promise<{ check: stri
                 sum(pending_count) as pending_count, sum(pending_amount_cents) as pending,
                 sum(approved_count) as approved_count, sum(approved_amount_cents) as approved
          from partnership_figures group by 1) r
-        full join (select partnership_id, count(*) filter (where event_type = 'click') as clicks,
+        full join (select partnership_id, count(*) filter (where event_type = 'click' and flags is null) as clicks,
                           count(*) filter (where event_type = 'payment') as conversions
                    from tracking_events where partnership_id is not null group by 1) e using (partnership_id)
         full join (select partnership_id, count(*) filter (where status = 'pending') as pending_count,

@@ -1,4 +1,5 @@
 import type { Queryable } from "@affiliate/platform";
+import type { FraudFlag } from "../domain/fraud/signals.js";
 import type { CommissionSkipped, CommissionSummary, TrackingEventType } from "../domain/types.js";
 
 /** Live events and sandbox events have the same shape and live in separate tables. */
@@ -16,10 +17,14 @@ export interface EventRow {
   externalId: string | null;
   ip: string | null;
   userAgent: string | null;
+  /** A keyed hash of the click's address (live clicks through referral links); never the address. */
+  ipHash: string | null;
   occurredAt: Date;
 }
 
 export interface StoredEvent extends EventRow {
+  /** A live click's fraud flags: set, it is counted nowhere (contract section 18). */
+  flags?: FraudFlag[] | null;
   simulatedCommissions?: CommissionSummary[];
   /** Why an attributed payment earned nothing (live: set after the insert; sandbox: with it). */
   commissionSkipped?: CommissionSkipped | null;
@@ -61,6 +66,10 @@ export async function insertEventsUnlessReplay(
         user_agent: event.userAgent,
         occurred_at: event.occurredAt,
       };
+      if (!testMode) {
+        columns.ip_hash = event.ipHash;
+        columns.flags = event.flags && event.flags.length > 0 ? sql.json(event.flags as never) : null;
+      }
       if (testMode) {
         columns.simulated_commissions = sql.json((event.simulatedCommissions ?? []) as never);
         columns.commission_skipped = event.commissionSkipped ?? null;

@@ -8,8 +8,10 @@ import { type DomainEvent, ledgerEvents, partnersEvents, payoutsEvents, privacyE
 import {
   type CommissionApprovedSchema,
   type CommissionCreatedSchema,
+  type CommissionFlaggedSchema,
   type CommissionRefundedSchema,
   type CommissionRejectedSchema,
+  type CommissionReviewedSchema,
   CommissionStatus,
 } from "@affiliate/proto/ledger";
 import type {
@@ -109,7 +111,11 @@ function partnershipSubscription<T extends WebhookEventType>(
 
 function commissionSubscription<T extends WebhookEventType>(
   domainEvent: DomainEvent<
-    typeof CommissionCreatedSchema | typeof CommissionApprovedSchema | typeof CommissionRejectedSchema
+    | typeof CommissionCreatedSchema
+    | typeof CommissionApprovedSchema
+    | typeof CommissionRejectedSchema
+    | typeof CommissionFlaggedSchema
+    | typeof CommissionReviewedSchema
   >,
   type: T,
 ): Subscription<T> {
@@ -290,6 +296,8 @@ export const subscriptionsByType = {
   "commission.approved": commissionSubscription(ledgerEvents.commissionApproved, "commission.approved"),
   "commission.rejected": commissionSubscription(ledgerEvents.commissionRejected, "commission.rejected"),
   "commission.refunded": commissionRefunded,
+  "commission.flagged": commissionSubscription(ledgerEvents.commissionFlagged, "commission.flagged"),
+  "commission.reviewed": commissionSubscription(ledgerEvents.commissionReviewed, "commission.reviewed"),
   "payout.created": payoutSubscription(payoutsEvents.payoutCreated, "payout.created"),
   "payout.approved": payoutSubscription(payoutsEvents.payoutApproved, "payout.approved"),
   "payout.rejected": payoutSubscription(payoutsEvents.payoutRejected, "payout.rejected"),

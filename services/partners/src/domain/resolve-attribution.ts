@@ -12,6 +12,8 @@ export interface Attribution {
   program: Program;
   /** The partnership's own commission terms over the program's; null when none. */
   commissionOverride: CommissionOverride | null;
+  /** The affiliate's email, for the self-referral check; null once the profile was scrubbed. */
+  affiliateEmail: string | null;
 }
 
 /** What the ledger needs to credit an event to a partnership (architecture: payment to commission). */
@@ -37,5 +39,6 @@ export async function resolveAttribution(
     activeSponsorPartnershipId: row.sponsorStatus === "active" ? row.sponsorPartnershipId : null,
     program,
     commissionOverride: row.commissionOverride,
+    affiliateEmail: row.affiliateEmail,
   };
 }

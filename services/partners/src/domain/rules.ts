@@ -1,8 +1,12 @@
 import { createHash, randomBytes, randomInt } from "node:crypto";
 import {
   characterCount,
+  clickSignalActions,
   DomainError,
   type FieldErrors,
+  type FraudAction,
+  type FraudSettings,
+  fraudActions,
   isValidEmail,
   maxCommissionMonthsLimit,
   maxCommissionPaymentsLimit,
@@ -114,7 +118,29 @@ export function programChangeErrors(changes: ProgramChanges): FieldErrors {
     const problem = referralUrlTemplateProblem(changes.referralUrlTemplate);
     if (problem) add("referral_url_template", problem);
   }
+  fraudChangeErrors(changes.fraud ?? {}, errors);
   return errors;
+}
+
+/**
+ * The fraud settings' checks (contract section 18), under `fraud`, each message naming its
+ * signal: a click signal is flagged or off (a click carries no money to reject, and a flagged
+ * one already counts nowhere); the threshold is 1-10000 basis points or null.
+ */
+function fraudChangeErrors(fraud: Partial<FraudSettings>, into: FieldErrors): void {
+  const { errors, add, integer } = fieldChecks("fraud");
+  const actions: [string, FraudAction | undefined, readonly FraudAction[]][] = [
+    ["self_referral", fraud.selfReferral, fraudActions],
+    ["refund_rate", fraud.refundRate, fraudActions],
+    ["duplicate_click", fraud.duplicateClick, clickSignalActions],
+    ["bot", fraud.bot, clickSignalActions],
+  ];
+  for (const [signal, action, allowed] of actions) {
+    if (action !== undefined && !allowed.includes(action))
+      add(signal, `Must be ${allowed.join(", ").replace(/, (?=[^,]*$)/, " or ")}`);
+  }
+  integer("refund_rate_threshold_bps", fraud.refundRateThresholdBps, 1, 10_000);
+  Object.assign(into, errors);
 }
 
 /**

@@ -1,3 +1,5 @@
+import type { FraudSettings } from "@affiliate/platform";
+
 /** The partners service's own vocabulary; the RPC edge maps it to and from proto. */
 
 export const partnershipStatuses = ["active", "pending", "rejected", "removed"] as const;
@@ -66,6 +68,8 @@ export interface Program {
   maxCommissionPayments: number | null;
   /** null: the merchant set no link template. */
   referralUrlTemplate: string | null;
+  /** What each fraud signal does (contract section 18). */
+  fraud: FraudSettings;
 }
 
 /** The writable program settings; absent fields stay unchanged, null clears a nullable one. */
@@ -84,7 +88,10 @@ export type ProgramChanges = Partial<
     | "maxCommissionPayments"
     | "referralUrlTemplate"
   >
->;
+> & {
+  /** The fraud settings given; the others stay as they are. */
+  fraud?: Partial<FraudSettings> | undefined;
+};
 
 export interface Registration {
   email: string;

@@ -262,6 +262,7 @@ export function createPartnersService({
         commissionOverride: attribution.commissionOverride
           ? commissionOverrideToProto(attribution.commissionOverride)
           : undefined,
+        affiliateEmail: attribution.affiliateEmail ?? "",
       };
     },
   };

@@ -179,6 +179,8 @@ export interface AttributionRow {
   sponsorPartnershipId: string | null;
   sponsorStatus: PartnershipStatus | null;
   commissionOverride: CommissionOverride | null;
+  /** The affiliate's email; null once the profile was scrubbed. */
+  affiliateEmail: string | null;
 }
 
 /** The partnership a code or id names, with its sponsor's status. */
@@ -188,8 +190,10 @@ export async function findAttribution(
   target: { referralCode: string } | { partnershipId: string },
 ): Promise<AttributionRow | undefined> {
   const [row] = await sql<AttributionRow[]>`
-    select p.id, p.referral_code, p.status, p.sponsor_partnership_id, s.status as sponsor_status, p.commission_override
-    from partnerships p left join partnerships s on s.id = p.sponsor_partnership_id
+    select p.id, p.referral_code, p.status, p.sponsor_partnership_id, s.status as sponsor_status, p.commission_override,
+      a.email as affiliate_email
+    from partnerships p join affiliates a on a.id = p.affiliate_id
+      left join partnerships s on s.id = p.sponsor_partnership_id
     where p.product_id = ${productId}
       and ${"referralCode" in target ? sql`lower(p.referral_code) = lower(${target.referralCode})` : sql`p.id = ${target.partnershipId}`}`;
   return row;

@@ -1,4 +1,10 @@
-import { type Commission, CommissionAction, CommissionStatus, type LedgerService } from "@affiliate/proto/ledger";
+import {
+  type Commission,
+  CommissionAction,
+  CommissionStatus,
+  type LedgerService,
+  ReviewDecision,
+} from "@affiliate/proto/ledger";
 import {
   commissionOf,
   commissionStatusValue,
@@ -13,6 +19,7 @@ import {
   commissionResponseSchema,
   listCommissionsQuerySchema,
   type PublicCommission,
+  reviewCommissionBodySchema,
   updateCommissionBodySchema,
 } from "@affiliate/rest-shapes/schemas/commissions";
 import {
@@ -32,6 +39,16 @@ export interface CommissionsRouteDeps {
 const tags: [string] = ["Commissions"];
 
 const actionValues = { approve: CommissionAction.APPROVE, reject: CommissionAction.REJECT } as const;
+
+/**
+ * The key a decision is kept with, masked as Stripe shows keys: its kind and its last four
+ * characters, enough to tell a merchant's keys apart, never enough to use one.
+ */
+export function maskedKey(key: string | string[] | undefined): string {
+  const value = typeof key === "string" ? key : "";
+  const kind = /^(sk_live_|sk_test_|[a-z]+_)/.exec(value)?.[1] ?? "";
+  return `${kind}…${value.slice(-4)}`;
+}
 
 /**
  * Commissions (spec 2.2, contract section 6): the ledger's records, with each one's affiliate
@@ -69,6 +86,7 @@ export async function commissionsRoutes(app: FastifyInstance, { ledger, lookup }
         status: query.status ? commissionStatusValue(query.status) : CommissionStatus.UNSPECIFIED,
         partnershipId: query.partnership_id,
         payoutId: query.payout_id,
+        flagged: query.flagged,
         pageSize: query.limit,
         pageToken: query.cursor ?? "",
       });
@@ -118,6 +136,38 @@ export async function commissionsRoutes(app: FastifyInstance, { ledger, lookup }
         commissionId: params.id,
         action: actionValues[body.action],
         reason: body.reason,
+      });
+      return one(productId, commissionOf(response));
+    },
+  });
+
+  defineRoute(app, {
+    method: "POST",
+    url: "/commissions/:id/review",
+    operationId: "reviewCommission",
+    tags,
+    summary: "Decide a commission held for review",
+    description:
+      "For a commission a fraud signal flagged (`hold_reason: review`, contract section 18). approve: the review hold is lifted; approved at once when its hold period is over, else when it ends. reject: rejected with its level-2 child; the payment stays recorded. The decision, the note and the (masked) key that made it are kept on the commission (`review`) and sent as `commission.reviewed`. A commission that is not awaiting review is 400 naming its state (`details.status`, `details.hold_reason`); one already reviewed is 409 with the first decision (`details.review`).",
+    access: "management",
+    params: commissionIdParamsSchema,
+    pathResources: { id: "Commission" },
+    body: reviewCommissionBodySchema,
+    answers: {
+      200: { description: "The commission after the decision", schema: commissionResponseSchema },
+      400: {
+        description: "Validation failed, malformed JSON, or the commission is not awaiting review ({ error, details })",
+      },
+      409: { description: "Already reviewed ({ error, details: { review } })" },
+    },
+    handler: async ({ params, body, request }) => {
+      const productId = request.productId;
+      const response = await ledger.reviewCommission({
+        productId,
+        commissionId: params.id,
+        decision: body.decision === "approve" ? ReviewDecision.APPROVE : ReviewDecision.REJECT,
+        note: body.note ?? "",
+        key: maskedKey(request.headers["x-api-key"]),
       });
       return one(productId, commissionOf(response));
     },

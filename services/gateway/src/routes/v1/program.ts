@@ -1,5 +1,5 @@
 import { CommissionType, type PartnersService, type Program } from "@affiliate/proto/partners";
-import { ContractViolation, toPublicProgram } from "@affiliate/rest-shapes/mappers";
+import { ContractViolation, fraudChangesToProto, toPublicProgram } from "@affiliate/rest-shapes/mappers";
 import { programResponseSchema, updateProgramBodySchema } from "@affiliate/rest-shapes/schemas/program";
 import type { Client } from "@connectrpc/connect";
 import type { FastifyInstance } from "fastify";
@@ -36,7 +36,7 @@ export async function programRoutes(app: FastifyInstance, { partners }: ProgramR
     tags,
     summary: "Change any subset of the writable settings",
     description:
-      'Changes apply to payments recorded afterwards; no existing commission is re-rated. An empty object changes nothing and returns the settings. product_id, name and currency are read-only. `commission_type: "flat"` needs a `commission_flat_cents` of 1 or more (given or already set); `null` removes a limit or the link template.',
+      'Changes apply to payments recorded afterwards; no existing commission is re-rated. `fraud` takes any subset of its fields (an unknown signal is a 400 naming it). An empty object changes nothing and returns the settings. product_id, name and currency are read-only. `commission_type: "flat"` needs a `commission_flat_cents` of 1 or more (given or already set); `null` removes a limit or the link template.',
     access: "management",
     body: updateProgramBodySchema,
     answers: { 200: { description: "The settings after the change", schema: programResponseSchema } },
@@ -65,6 +65,7 @@ export async function programRoutes(app: FastifyInstance, { partners }: ProgramR
         maxCommissionMonths: changes.max_commission_months === null ? 0 : changes.max_commission_months,
         maxCommissionPayments: changes.max_commission_payments === null ? 0 : changes.max_commission_payments,
         referralUrlTemplate: changes.referral_url_template === null ? "" : changes.referral_url_template,
+        fraud: fraudChangesToProto(changes.fraud),
       });
       return { data: programOf(response) };
     },
