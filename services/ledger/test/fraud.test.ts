@@ -241,7 +241,7 @@ describe("a self-referral held for review (contract section 18)", () => {
     expect(await payable(productId)).toEqual([]);
     const stats = await h.ledger.getStats({ productId, period: Period.PERIOD_7D });
     expect([
-      stats.current?.conversions,
+      Number(stats.current?.conversions),
       Number(stats.current?.revenueCents),
       Number(stats.current?.commissionsCents),
     ]).toEqual([1, 10_000, 0]);
