@@ -244,6 +244,7 @@ describe("documentation", () => {
       "rule",
       "flags",
       "review",
+      "attribution",
     ]);
     expect(commission.properties.hold_reason).toEqual({ $ref: "#/components/schemas/HoldReason" });
     expect(document.components.schemas.HoldReason.anyOf).toEqual([

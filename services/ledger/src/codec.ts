@@ -121,6 +121,7 @@ export function previewToProto(preview: CommissionPreview): MessageInitShape<typ
       rule: commissionRuleToProto(c.rule),
     })),
     commissionSkipped: skippedToProto(preview.skipped),
+    alreadyRecorded: preview.alreadyRecorded,
   };
 }
 
