@@ -43,6 +43,7 @@ import { stripeReceiverRoutes } from "./routes/stripe-receiver.js";
 import { trackingRoutes } from "./routes/tracking.js";
 import { affiliatesRoutes } from "./routes/v1/affiliates.js";
 import { commissionsRoutes } from "./routes/v1/commissions.js";
+import { couponsRoutes } from "./routes/v1/coupons.js";
 import { customersRoutes } from "./routes/v1/customers.js";
 import { integrationsRoutes } from "./routes/v1/integrations.js";
 import { payoutFilesRoutes } from "./routes/v1/payout-files.js";
@@ -300,6 +301,7 @@ export function buildServer(deps: GatewayDeps): FastifyInstance {
       await v1.register(customersRoutes, { privacy });
       await v1.register(integrationsRoutes, { integrations: deps.integrations });
       await v1.register(keysRoutes, { partners });
+      await v1.register(couponsRoutes, { partners, integrations: deps.integrations });
     },
     { prefix: "/api/v1" },
   );

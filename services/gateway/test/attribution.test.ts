@@ -169,6 +169,37 @@ describe("GET /r/:code", () => {
   });
 });
 
+describe("PUT /api/v1/affiliates/:id/coupons", () => {
+  it("maps promotion codes to one affiliate of the program, and refuses a code another holds", async () => {
+    const { key, partnershipId } = await productWithAffiliate();
+    const put = await mesh.call(key, "PUT", `/api/v1/affiliates/${partnershipId}/coupons`, {
+      body: { codes: ["SPRING20", "promo_1AbC"] },
+    });
+    expect(put.statusCode, put.body).toBe(200);
+    expect(put.json()).toEqual({ data: { partnership_id: partnershipId, codes: ["promo_1abc", "spring20"] } });
+    const read = await mesh.call(key, "GET", `/api/v1/affiliates/${partnershipId}/coupons`);
+    expect(read.json().data.codes).toEqual(["promo_1abc", "spring20"]);
+
+    const other = await mesh.call(key, "POST", "/api/v1/affiliates", {
+      body: { email: `${uniqueCode().toLowerCase()}@example.com`, notify: false },
+    });
+    const otherId = other.json().partnership.id as string;
+    const taken = await mesh.call(key, "PUT", `/api/v1/affiliates/${otherId}/coupons`, {
+      body: { codes: ["spring20"] },
+    });
+    expect(taken.statusCode).toBe(409);
+    expect(taken.json().error).toContain("spring20");
+    expect((await mesh.call(key, "GET", `/api/v1/affiliates/${otherId}/coupons`)).json().data.codes).toEqual([]);
+
+    const bad = await mesh.call(key, "PUT", `/api/v1/affiliates/${otherId}/coupons`, {
+      body: { codes: ["no spaces"] },
+    });
+    expect(bad.statusCode).toBe(400);
+    const unknown = await mesh.call(key, "PUT", "/api/v1/affiliates/ptn_unknown/coupons", { body: { codes: [] } });
+    expect(unknown.statusCode).toBe(404);
+  });
+});
+
 describe("click bursts", () => {
   it("are limited per client address, whatever the product", async () => {
     const gateway = createGateway({ clickRateLimitPerMinute: 2 });

@@ -770,6 +770,27 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/affiliates/{id}/coupons": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Read the affiliate's Stripe promotion codes */
+        get: operations["getAffiliateCoupons"];
+        /**
+         * Map Stripe promotion codes to the affiliate
+         * @description Replaces the affiliate's promotion codes. A code another affiliate of the program holds is 409 and nothing changes. Payments from Stripe whose discount uses a mapped code are attributed to this affiliate, before a visitor's cookie (metadata.referral_code set by the merchant still comes first).
+         */
+        put: operations["setAffiliateCoupons"];
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/affiliate/v1/me": {
         parameters: {
             query?: never;
@@ -7753,6 +7774,229 @@ export interface operations {
             };
             /** @description A test-mode key (sk_test_) was sent to the management API, or a publishable key (pk_live_, pk_test_), which records clicks only */
             403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Rate limit exceeded for this key */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A service behind the gateway cannot be reached or could not apply the request in time; nothing was applied, retry later */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The outcome is unknown (the connection to a service was lost after the request left): repeat with the same Idempotency-Key, or read the resource, before retrying */
+            504: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getAffiliateCoupons: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Partnership id (ptn_…). */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The mapping */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: {
+                            partnership_id: string;
+                            /** @description Lowercased, in code order. */
+                            codes: string[];
+                        };
+                    };
+                };
+            };
+            /** @description Validation failed, or an unknown query parameter */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ValidationError"];
+                };
+            };
+            /** @description Missing x-api-key header, invalid key format, or an invalid or revoked key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A test-mode key (sk_test_) was sent to the management API, or a publishable key (pk_live_, pk_test_), which records clicks only */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found in this product */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Rate limit exceeded for this key */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A service behind the gateway cannot be reached or could not apply the request in time; nothing was applied, retry later */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The outcome is unknown (the connection to a service was lost after the request left): repeat with the same Idempotency-Key, or read the resource, before retrying */
+            504: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    setAffiliateCoupons: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Partnership id (ptn_…). */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["CouponsRequest"];
+            };
+        };
+        responses: {
+            /** @description The mapping as stored */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: {
+                            partnership_id: string;
+                            /** @description Lowercased, in code order. */
+                            codes: string[];
+                        };
+                    };
+                };
+            };
+            /** @description Validation failed, or the body is not valid JSON */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ValidationError"] | components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing x-api-key header, invalid key format, or an invalid or revoked key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A test-mode key (sk_test_) was sent to the management API, or a publishable key (pk_live_, pk_test_), which records clicks only */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found in this product */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A code is mapped to another affiliate */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Request body over 1 MiB */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Content type other than application/json */
+            415: {
                 headers: {
                     [name: string]: unknown;
                 };

@@ -129,6 +129,14 @@ export const operationTable = {
     "paged": false,
     "int64": {}
   },
+  "getAffiliateCoupons": {
+    "method": "GET",
+    "path": "/api/v1/affiliates/{id}/coupons",
+    "credential": "apiKey",
+    "idempotencyKey": false,
+    "paged": false,
+    "int64": {}
+  },
   "getAffiliateMe": {
     "method": "GET",
     "path": "/affiliate/v1/me",
