@@ -1641,6 +1641,10 @@ export interface components {
              */
             since?: string;
         };
+        CouponsRequest: {
+            /** @description The promotion codes customers type (SPRING20), or their ids (promo_…), compared case-insensitively. An empty list removes the mapping. */
+            codes: string[];
+        };
         SetPayoutMethodRequest: components["schemas"]["PaypalPayoutMethodRequest"] | components["schemas"]["WisePayoutMethodRequest"];
         PaypalPayoutMethodRequest: {
             /**
@@ -1761,6 +1765,7 @@ export interface components {
             flags: components["schemas"]["FraudFlag"][];
             /** @description The merchant's decision once flagged; null until decided. */
             review: components["schemas"]["CommissionReview"] | null;
+            attribution: components["schemas"]["CommissionAttribution"];
         };
         /** @description Why the commission is held: `dispute` while its payment's dispute (a chargeback) is open; `review` while a fraud signal's flag (`flags`) waits for the merchant's decision (`POST /api/v1/commissions/{id}/review`). A held commission keeps its status and amount but is not approved at the end of its hold period and goes into no payout until the hold ends. A dispute won lifts its hold; lost, the payment is refunded in full. A commission already in a payout is never held (a lost dispute claws it back instead). null when not held. */
         HoldReason: ("dispute" | "review") | null;
@@ -1809,6 +1814,8 @@ export interface components {
             /** Format: date-time */
             reviewed_at: string;
         };
+        /** @description How its payment found the partnership: link (a referral code sent with the event, or a checkout's client_reference_id that is a code), metadata (Stripe metadata.referral_code), coupon (a promotion code mapped to the partnership), visitor (the visitor's click: the script, a /r/ link, a visitor_id). A payment credited through the customer's earlier signup carries the signup's method; signup when that signup predates methods being recorded. Null for payments recorded before. */
+        CommissionAttribution: ("link" | "metadata" | "coupon" | "visitor" | "signup") | null;
         Payout: {
             /** @example po_01hzy3v9k4 */
             id: string;
@@ -2694,6 +2701,7 @@ export interface components {
             flags: components["schemas"]["FraudFlag"][];
             /** @description The merchant's decision once flagged; null until decided. */
             review: components["schemas"]["CommissionReview"] | null;
+            attribution: components["schemas"]["CommissionAttribution"];
         };
         /** @description Frozen at creation: later setting changes never re-rate the commission, and refunds scale its original amount. */
         CommissionRuleOutput: {
@@ -4405,7 +4413,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A test-mode key (sk_test_) was sent to the management API */
+            /** @description A test-mode key (sk_test_) was sent to the management API, or a publishable key (pk_live_, pk_test_), which records clicks only */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -4764,7 +4772,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A test-mode key (sk_test_) was sent to the management API */
+            /** @description A test-mode key (sk_test_) was sent to the management API, or a publishable key (pk_live_, pk_test_), which records clicks only */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -4851,7 +4859,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A test-mode key (sk_test_) was sent to the management API */
+            /** @description A test-mode key (sk_test_) was sent to the management API, or a publishable key (pk_live_, pk_test_), which records clicks only */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -5351,7 +5359,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A test-mode key (sk_test_) was sent to the management API */
+            /** @description A test-mode key (sk_test_) was sent to the management API, or a publishable key (pk_live_, pk_test_), which records clicks only */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -9269,6 +9277,7 @@ export interface operations {
                         flags: components["schemas"]["FraudFlag"][];
                         /** @description The merchant's decision once flagged; null until decided. */
                         review: components["schemas"]["CommissionReview"] | null;
+                        attribution: components["schemas"]["CommissionAttribution"];
                         /** @description The payment's level-1 commission. */
                         commission_id: string;
                         partnership_id: string;
