@@ -1,5 +1,5 @@
 import { isIP } from "node:net";
-import { baseConfigShape, loadConfig, port, serviceUrls } from "@affiliate/platform";
+import { baseConfigShape, loadConfig, port, secret, serviceUrls } from "@affiliate/platform";
 import { z } from "zod";
 
 const perMinute = (fallback: number) => z.coerce.number().int().min(1).default(fallback);
@@ -59,6 +59,17 @@ export const gatewayConfigShape = {
    * request to POST /events is one, a batch as many as it holds.
    */
   TRACKING_RATE_LIMIT_PER_MINUTE: perMinute(60_000),
+  /**
+   * Clicks per minute per client address on the routes that record clicks without a secret key
+   * (GET /r/:code, POST /events/click): a burst from one address is cut there, never a product's
+   * or a key's traffic as a whole.
+   */
+  CLICK_RATE_LIMIT_PER_MINUTE: perMinute(120),
+  /**
+   * Keys the hash of a visitor's address that the gateway records with the clicks it takes itself
+   * (never the address). Equal on every replica, so one address hashes the same everywhere.
+   */
+  CLICK_ADDRESS_HASH_KEY: secret("local-development-click-address-hash-key"),
   /**
    * How long a single POST /events waits for concurrent ones to share one TrackBatch call with;
    * 0 sends each as its own Track call.

@@ -34,6 +34,8 @@ export async function describeApi(): Promise<OpenApiDocument> {
       TRACK_COALESCE_MS: 0,
       TRACK_COALESCE_MAX_EVENTS: 1,
       TRUST_PROXY: [],
+      CLICK_RATE_LIMIT_PER_MINUTE: 1,
+      CLICK_ADDRESS_HASH_KEY: "describe-api-serves-no-request-so-no-click-is-hashed",
     },
     keyCache: new KeyCache({
       resolve: async () => {

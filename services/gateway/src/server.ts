@@ -28,6 +28,14 @@ import { type OpenApiDocument, openApiDocument } from "./openapi.js";
 import { partnershipLookup } from "./partnership-lookup.js";
 import { affiliateApiRoutes } from "./routes/affiliate-api.js";
 import { affiliateLoginRoutes } from "./routes/affiliate-login.js";
+import {
+  addressHasher,
+  attributionScriptRoutes,
+  clickRoutes,
+  loadAttributionScript,
+  referralLinkRoutes,
+  type ScriptFile,
+} from "./routes/attribution.js";
 import { opsRoutes, type ReadinessReport } from "./routes/ops.js";
 import { affiliatePayoutMethodRoutes, merchantPayoutMethodRoutes } from "./routes/payout-methods.js";
 import { loadPortalFiles, type PortalFiles, portalRoutes } from "./routes/portal.js";
@@ -35,8 +43,10 @@ import { stripeReceiverRoutes } from "./routes/stripe-receiver.js";
 import { trackingRoutes } from "./routes/tracking.js";
 import { affiliatesRoutes } from "./routes/v1/affiliates.js";
 import { commissionsRoutes } from "./routes/v1/commissions.js";
+import { couponsRoutes } from "./routes/v1/coupons.js";
 import { customersRoutes } from "./routes/v1/customers.js";
 import { integrationsRoutes } from "./routes/v1/integrations.js";
+import { keysRoutes } from "./routes/v1/keys.js";
 import { payoutFilesRoutes } from "./routes/v1/payout-files.js";
 import { payoutsRoutes } from "./routes/v1/payouts.js";
 import { programRoutes } from "./routes/v1/program.js";
@@ -64,12 +74,16 @@ export interface GatewayDeps {
     | "TRACK_COALESCE_MS"
     | "TRACK_COALESCE_MAX_EVENTS"
     | "TRUST_PROXY"
+    | "CLICK_RATE_LIMIT_PER_MINUTE"
+    | "CLICK_ADDRESS_HASH_KEY"
   >;
   keyCache: KeyCache;
   /** Where partnership figures come from: the ledger's, unless a test gives another. */
   stats?: PartnershipStatsSource;
   /** The affiliate portal's files: @affiliate/portal's build, unless a test gives others. */
   portal?: PortalFiles;
+  /** The attribution script: @affiliate/attribution-script's build, unless a test gives another. */
+  attributionScript?: ScriptFile;
 }
 
 export const maxBodyBytes = 1024 * 1024;
@@ -100,23 +114,38 @@ const clientAddressKey = (request: FastifyRequest) => `ip:${request.ip}`;
 export const affiliateApiPrefix = "/affiliate/v1";
 
 /**
- * CORS for the affiliate API (contract section 14): any origin, no cookies (so no
- * Allow-Credentials, and `*` is allowed), on every answer, errors included, so a browser can
- * read a 401. A preflight is answered here for any of its paths, before routing: it carries no
- * token, and no route declares OPTIONS.
+ * CORS open to any origin, without cookies (so no Allow-Credentials, and `*` is allowed), on
+ * every answer of the paths `applies` picks, errors included, so a browser can read a 401. A
+ * preflight is answered here, before routing: it carries no credential, and no route declares
+ * OPTIONS. For the affiliate API (contract section 14) and the click endpoint the browser script
+ * calls from merchants' pages (section 17).
  */
-async function affiliateCors(request: FastifyRequest, reply: FastifyReply): Promise<void> {
-  const path = request.url.split("?", 1)[0] ?? "";
-  if (path !== affiliateApiPrefix && !path.startsWith(`${affiliateApiPrefix}/`)) return;
-  reply.header("access-control-allow-origin", "*");
-  reply.header("access-control-expose-headers", "x-request-id, retry-after");
-  if (request.method === "OPTIONS") {
-    reply.header("access-control-allow-methods", "GET, POST, PUT, DELETE");
-    reply.header("access-control-allow-headers", "authorization, content-type");
-    reply.header("access-control-max-age", "600");
-    await reply.code(204).send();
-  }
+function openCors(applies: (path: string) => boolean, allow: { methods: string; headers: string }) {
+  return async (request: FastifyRequest, reply: FastifyReply): Promise<void> => {
+    const path = request.url.split("?", 1)[0] ?? "";
+    if (!applies(path)) return;
+    reply.header("access-control-allow-origin", "*");
+    reply.header("access-control-expose-headers", "x-request-id, retry-after");
+    if (request.method === "OPTIONS") {
+      reply.header("access-control-allow-methods", allow.methods);
+      reply.header("access-control-allow-headers", allow.headers);
+      reply.header("access-control-max-age", "600");
+      await reply.code(204).send();
+    }
+  };
 }
+
+const affiliateCors = openCors((path) => path === affiliateApiPrefix || path.startsWith(`${affiliateApiPrefix}/`), {
+  methods: "GET, POST, PUT, DELETE",
+  headers: "authorization, content-type",
+});
+
+/** The routes the browser script calls with a publishable key, from any merchant's page. */
+const scriptApiPaths = new Set(["/events/click", "/program/public"]);
+const scriptCors = openCors((path) => scriptApiPaths.has(path), {
+  methods: "GET, POST",
+  headers: "x-api-key, content-type",
+});
 
 /** Requests per minute per `keyOf(request)` for every route registered in `scope` afterwards. */
 async function rateLimited(scope: FastifyInstance, max: number, keyOf: (request: FastifyRequest) => string) {
@@ -192,6 +221,7 @@ export function buildServer(deps: GatewayDeps): FastifyInstance {
     trace.getActiveSpan()?.setAttribute("http.request_id", request.id);
   });
   app.addHook("onRequest", affiliateCors);
+  app.addHook("onRequest", scriptCors);
   app.addHook("preValidation", async (request) => {
     // A body kept as bytes (the Stripe receiver's) has no depth to check.
     if (!Buffer.isBuffer(request.body) && nestsDeeperThan(request.body, maxBodyDepth)) {
@@ -238,6 +268,23 @@ export function buildServer(deps: GatewayDeps): FastifyInstance {
     });
   });
 
+  // What records clicks without a secret key (contract section 17): the referral link (no key)
+  // and the browser script's click (a publishable key), limited per client address, never per
+  // product or key; and the script itself, which is the same file for everyone.
+  const hashAddress = addressHasher(deps.config.CLICK_ADDRESS_HASH_KEY);
+  app.register(async (clicks) => {
+    await rateLimited(clicks, deps.config.CLICK_RATE_LIMIT_PER_MINUTE, clientAddressKey);
+    await clicks.register(async (keyed) => {
+      const auth = authenticate(deps.keyCache, "click");
+      keyed.addHook("preParsing", async (request) => {
+        await auth(request);
+      });
+      await keyed.register(clickRoutes, { ledger, partners, hashAddress });
+    });
+    await clicks.register(referralLinkRoutes, { partners, ledger, hashAddress });
+  });
+  app.register(attributionScriptRoutes, { script: deps.attributionScript ?? loadAttributionScript() });
+
   // The management API: live keys only.
   app.register(
     async (v1) => {
@@ -253,6 +300,8 @@ export function buildServer(deps: GatewayDeps): FastifyInstance {
       await v1.register(webhooksRoutes, { notifier: deps.notifier });
       await v1.register(customersRoutes, { privacy });
       await v1.register(integrationsRoutes, { integrations: deps.integrations });
+      await v1.register(keysRoutes, { partners });
+      await v1.register(couponsRoutes, { partners, integrations: deps.integrations });
     },
     { prefix: "/api/v1" },
   );

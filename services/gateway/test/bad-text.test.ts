@@ -62,6 +62,12 @@ const bodyFields: { method: Method; url: string; body: Record<string, unknown>; 
     body: { type: "click", referral_code: "jane-1", visitor_id: "vis_1" },
     field,
   })),
+  ...["referral_code", "visitor_id", "referrer"].map((field) => ({
+    method: "POST" as const,
+    url: "/events/click",
+    body: { referral_code: "jane-1", visitor_id: "vis_1", referrer: "https://blog.example/" },
+    field,
+  })),
   ...["customer_email", "provider_customer_id", "external_id", "occurred_at", "ip", "user_agent"].map((field) => ({
     method: "POST" as const,
     url: "/events",

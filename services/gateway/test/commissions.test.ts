@@ -48,6 +48,7 @@ describe("GET /api/v1/commissions/:id", () => {
         flags: [],
         review: null,
         rule: null,
+        attribution: null,
       },
     });
     expect(ledger.requestsOf("getCommission")).toMatchObject([

@@ -179,6 +179,7 @@ describe("ledger mappers", () => {
       flags: [],
       review: null,
       rule: null,
+      attribution: null,
     });
     const linked = create(CommissionSchema, { ...commission, payoutId: "po_1", customerEmail: "c@example.com" });
     expect(toPublicCommission(linked, partnership)).toMatchObject({

@@ -215,9 +215,10 @@ describe("documentation", () => {
 
     const track = document.paths["/events"].post;
     expect(Object.keys(track.responses).sort()).toEqual(
-      ["200", "201", "400", "401", "404", "409", "413", "415", "429", "503", "504"].sort(),
+      ["200", "201", "400", "401", "403", "404", "409", "413", "415", "429", "503", "504"].sort(),
     );
-    expect(track.responses["403"]).toBeUndefined();
+    // Test keys are welcome here; publishable keys (pk_) are 403: they record clicks only.
+    expect(track.responses["403"].description).toContain("pk_live_");
     const event = document.components.schemas.TrackEventRequest;
     expect(event.required).toEqual(["type"]);
     expect(event.properties.amount_cents).toMatchObject({ type: "integer", minimum: 1, maximum: 100_000_000_000 });
@@ -243,6 +244,7 @@ describe("documentation", () => {
       "rule",
       "flags",
       "review",
+      "attribution",
     ]);
     expect(commission.properties.hold_reason).toEqual({ $ref: "#/components/schemas/HoldReason" });
     expect(document.components.schemas.HoldReason.anyOf).toEqual([

@@ -8,7 +8,9 @@ import { LedgerService } from "@affiliate/proto/ledger";
 import { PartnersService } from "@affiliate/proto/partners";
 import { createClient } from "@connectrpc/connect";
 import { loadIntegrationsConfig } from "./config.js";
+import { providerCustomers } from "./domain/provider-customers.js";
 import { reconcileStripe } from "./domain/reconcile.js";
+import { stripeCustomer } from "./providers/stripe/customers-api.js";
 import { stripeEventsSince } from "./providers/stripe/events-api.js";
 import { commandOf } from "./providers/stripe/map-event.js";
 import { stripeEventSchema } from "./providers/stripe/payloads.js";
@@ -46,6 +48,12 @@ const worker = startApplyWorker({
   logger,
   concurrency: config.APPLY_CONCURRENCY,
   commandOf: (payload) => commandOf(stripeEventSchema.parse(payload)),
+  customers: providerCustomers({
+    sql,
+    sealing,
+    fetchWith: (apiKey, customerId) =>
+      stripeCustomer({ apiBase: config.STRIPE_API_BASE, apiKey, customerId, timeoutMs: config.DOWNSTREAM_TIMEOUT_MS }),
+  }),
 });
 
 const reconcileEveryConnection = async () => {

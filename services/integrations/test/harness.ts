@@ -20,7 +20,8 @@ import { PartnersAdminService, PartnersService } from "@affiliate/proto/partners
 import { createTestDatabase, type TestDatabase } from "@affiliate/testing";
 import { type Client, createClient, createRouterTransport } from "@connectrpc/connect";
 import Stripe from "stripe";
-import type { Ledger } from "../src/domain/ports.js";
+import type { FetchedCustomer, Ledger } from "../src/domain/ports.js";
+import { providerCustomers } from "../src/domain/provider-customers.js";
 import type { ReceivedEvent } from "../src/domain/types.js";
 import { commandOf } from "../src/providers/stripe/map-event.js";
 import { stripeEventSchema } from "../src/providers/stripe/payloads.js";
@@ -61,6 +62,8 @@ export interface Harness {
   drain(): Promise<number>;
   /** What reconciliation fetches: set by a test (a local fake of Stripe's events API, or this). */
   eventsSince: (apiKey: string, since: Date) => AsyncIterable<ReceivedEvent>;
+  /** What reading a customer from "Stripe" answers (connections with an API key): set by a test. */
+  fetchCustomer: (apiKey: string, customerId: string) => Promise<FetchedCustomer>;
   close(): Promise<void>;
 }
 
@@ -91,6 +94,7 @@ export async function startHarness(): Promise<Harness> {
   );
   const now = { value: new Date() };
   const clock = () => now.value;
+  const sealing = new SealingKey("test-integrations-encryption-key-0123456789", { salt: "test", info: "secrets" });
   let worker: JobWorker | undefined;
   const harness: Harness = {
     sql,
@@ -103,6 +107,7 @@ export async function startHarness(): Promise<Harness> {
     integrations: undefined as unknown as Client<typeof IntegrationsService>,
     erasure: undefined as unknown as Client<typeof ErasureOwnerService>,
     eventsSince: async function* () {},
+    fetchCustomer: async () => ({}),
     async restartWorker(options = {}) {
       await worker?.stop();
       worker = undefined;
@@ -116,6 +121,11 @@ export async function startHarness(): Promise<Harness> {
         logger,
         pollMs: 50,
         commandOf: (payload) => commandOf(stripeEventSchema.parse(payload)),
+        customers: providerCustomers({
+          sql,
+          sealing,
+          fetchWith: (apiKey, customerId) => harness.fetchCustomer(apiKey, customerId),
+        }),
       });
     },
     drain: async () => (worker ? worker.drain() : 0),
@@ -128,7 +138,7 @@ export async function startHarness(): Promise<Harness> {
   const transport = createRouterTransport(
     routes({
       sql,
-      sealing: new SealingKey("test-integrations-encryption-key-0123456789", { salt: "test", info: "secrets" }),
+      sealing,
       clock,
       pageTokens,
       eventsSince: (apiKey, since) => harness.eventsSince(apiKey, since),

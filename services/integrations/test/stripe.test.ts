@@ -688,7 +688,10 @@ describe("disputes", () => {
 
   it("a dispute of a payment that earned nothing is ignored, saying why", async () => {
     const program = await connectedProgram(h);
-    const unreferred = fixtures.invoice({ id: unique("cus"), email: `${unique("c")}@example.com` }, 4000);
+    // A customer nobody referred: its own event says so, and its invoice is recorded unattributed at once.
+    const customer = { ...fixtures.customer(program.code, `${unique("c")}@example.com`), metadata: {} };
+    const unreferred = fixtures.invoice(customer, 4000);
+    await deliver(h, program, stripeEvent("customer.created", customer));
     await deliver(h, program, stripeEvent("invoice.paid", unreferred));
     await h.drain();
     const dispute = fixtures.dispute(unreferred, "needs_response");

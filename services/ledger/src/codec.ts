@@ -44,11 +44,13 @@ import type {
   HoldReason,
   Metrics,
   Period,
+  ReferralSource,
   ReviewDecision,
   TrackedEvent,
   TrackInput,
   TrackingEventType,
 } from "./domain/types.js";
+import { referralSources } from "./domain/types.js";
 
 export const commissionStatusToProto: Record<CommissionStatus, CommissionStatusProto> = {
   pending: CommissionStatusProto.PENDING,
@@ -119,6 +121,7 @@ export function previewToProto(preview: CommissionPreview): MessageInitShape<typ
       rule: commissionRuleToProto(c.rule),
     })),
     commissionSkipped: skippedToProto(preview.skipped),
+    alreadyRecorded: preview.alreadyRecorded,
   };
 }
 
@@ -150,7 +153,16 @@ export function commissionToProto(c: Commission): CommissionProto {
           reviewedAt: timestampFromDate(c.review.reviewedAt),
         })
       : undefined,
+    attribution: c.attribution ?? "",
   });
+}
+
+/** A Track request's referral_source; INVALID_ARGUMENT for one the ledger does not know. */
+function referralSourceOf(source: string | undefined): ReferralSource | undefined {
+  if (source === undefined) return undefined;
+  const known = referralSources.find((name) => name === source);
+  if (!known) throw DomainError.invalidField("referral_source", "Must be link, metadata or coupon");
+  return known;
 }
 
 /** A Track request (alone or in a batch) as the domain's input; INVALID_ARGUMENT for a bad type. */
@@ -162,6 +174,7 @@ export function trackInputFromProto(req: TrackRequest): TrackInput {
     testMode: req.testMode,
     type,
     referralCode: req.referralCode,
+    referralSource: referralSourceOf(req.referralSource),
     visitorId: req.visitorId,
     customerEmail: req.customerEmail,
     providerCustomerId: req.providerCustomerId,
@@ -170,6 +183,8 @@ export function trackInputFromProto(req: TrackRequest): TrackInput {
     occurredAt: req.occurredAt ? timestampDate(req.occurredAt) : undefined,
     ip: req.ip,
     userAgent: req.userAgent,
+    ipHash: req.ipHash,
+    referrerHost: req.referrerHost,
     traceContext: Object.keys(req.traceContext).length > 0 ? req.traceContext : undefined,
   };
 }

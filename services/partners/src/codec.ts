@@ -54,6 +54,8 @@ export const outcomeToProto: Record<RegistrationOutcome, RegistrationOutcomeProt
 export const keyModeToProto: Record<KeyMode, KeyModeProto> = {
   live: KeyModeProto.LIVE,
   test: KeyModeProto.TEST,
+  publishable_live: KeyModeProto.PUBLISHABLE_LIVE,
+  publishable_test: KeyModeProto.PUBLISHABLE_TEST,
 };
 
 export const commissionTypeToProto: Record<CommissionType, CommissionTypeProto> = {

@@ -18,6 +18,8 @@ const productWithKeys = (product: Product | undefined, keys: IssuedKeys | undefi
   name: product?.name,
   secret_key: keys?.secretKey,
   test_secret_key: keys?.testSecretKey,
+  publishable_key: keys?.publishableKey,
+  test_publishable_key: keys?.testPublishableKey,
 });
 
 /** Runs one command against the partners admin RPC and returns what to print. */

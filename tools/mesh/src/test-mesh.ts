@@ -78,6 +78,8 @@ export interface CreatedProduct {
   product_id: string;
   secret_key: string;
   test_secret_key: string;
+  publishable_key: string;
+  test_publishable_key: string;
 }
 
 /** A product made with the operator CLI against the mesh's partners, as a merchant's first step. */

@@ -66,6 +66,8 @@ describe("operator CLI", () => {
       name: "Acme",
       secret_key: expect.stringMatching(/^sk_live_/),
       test_secret_key: expect.stringMatching(/^sk_test_/),
+      publishable_key: expect.stringMatching(/^pk_live_/),
+      test_publishable_key: expect.stringMatching(/^pk_test_/),
     });
     const listed = await runTool("admin", ["products", "list"], cliEnv);
     const { products } = JSON.parse(listed.stdout) as { products: { product_id: string; created_at: string }[] };

@@ -41,6 +41,66 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/program/public": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Read the program's public referral settings (publishable key)
+         * @description What the browser script needs: how long a referral is kept (attribution_window_days) and the referral link template. Takes a publishable key (or a secret key). Any origin may call it (CORS).
+         */
+        get: operations["getPublicProgram"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/events/click": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Record a click from a page (publishable key)
+         * @description What /js/v1/affiliate.js calls when a page's URL carries a referral code. Takes a publishable key (pk_live_…, pk_test_…: sandbox) or a secret key. The gateway records the user agent, the referring page's host and a keyed hash of the client's address (never the address). Any origin may call it (CORS). Rate-limited per client address by CLICK_RATE_LIMIT_PER_MINUTE.
+         */
+        post: operations["recordClick"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/r/{code}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Follow a referral link: record the click and redirect
+         * @description No key. Records a click for the active partnership with this code and answers 302 to the program's referral_url_template with the code filled in and aff_vid=<visitor id> appended. A code no active partnership has (or that two products share), or a program without a referral_url_template, is 404 and records nothing. HEAD answers the same redirect without aff_vid and records nothing. Rate-limited per client address by CLICK_RATE_LIMIT_PER_MINUTE.
+         */
+        get: operations["followReferralLink"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/affiliates": {
         parameters: {
             query?: never;
@@ -686,6 +746,51 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/keys/publishable": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Read the publishable keys
+         * @description Publishable keys (pk_live_…, pk_test_… for sandbox clicks) go in a page's script tag: they record clicks and nothing else, every other route answers them 403. Being public, they can be read again, unlike secret keys.
+         */
+        get: operations["getPublishableKeys"];
+        put?: never;
+        /**
+         * Issue a new pair of publishable keys, revoking the current pair
+         * @description The old pair stops recording clicks within a second on every gateway; the secret keys are untouched. Pages must then carry the new key.
+         */
+        post: operations["rotatePublishableKeys"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/affiliates/{id}/coupons": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Read the affiliate's Stripe promotion codes */
+        get: operations["getAffiliateCoupons"];
+        /**
+         * Map Stripe promotion codes to the affiliate
+         * @description Replaces the affiliate's promotion codes. A code another affiliate of the program holds is 409 and nothing changes. Payments from Stripe whose discount uses a mapped code are attributed to this affiliate, before a visitor's cookie (metadata.referral_code set by the merchant still comes first).
+         */
+        put: operations["setAffiliateCoupons"];
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/affiliate/v1/me": {
         parameters: {
             query?: never;
@@ -1242,6 +1347,14 @@ export interface components {
             /** @description 1-500 events, each exactly a POST /events body; processed in order. */
             events: components["schemas"]["TrackEventRequest"][];
         };
+        ClickRequest: {
+            /** @description The code the landing page's URL carried. */
+            referral_code: string;
+            /** @description The visitor id the script keeps; generated (vis_…) and returned when absent. */
+            visitor_id?: string;
+            /** @description document.referrer of the landing page; only its host is stored. */
+            referrer?: string;
+        };
         RegisterAffiliateRequest: {
             /**
              * Format: email
@@ -1528,6 +1641,10 @@ export interface components {
              */
             since?: string;
         };
+        CouponsRequest: {
+            /** @description The promotion codes customers type (SPRING20), or their ids (promo_…), compared case-insensitively. An empty list removes the mapping. */
+            codes: string[];
+        };
         SetPayoutMethodRequest: components["schemas"]["PaypalPayoutMethodRequest"] | components["schemas"]["WisePayoutMethodRequest"];
         PaypalPayoutMethodRequest: {
             /**
@@ -1648,6 +1765,7 @@ export interface components {
             flags: components["schemas"]["FraudFlag"][];
             /** @description The merchant's decision once flagged; null until decided. */
             review: components["schemas"]["CommissionReview"] | null;
+            attribution: components["schemas"]["CommissionAttribution"];
         };
         /** @description Why the commission is held: `dispute` while its payment's dispute (a chargeback) is open; `review` while a fraud signal's flag (`flags`) waits for the merchant's decision (`POST /api/v1/commissions/{id}/review`). A held commission keeps its status and amount but is not approved at the end of its hold period and goes into no payout until the hold ends. A dispute won lifts its hold; lost, the payment is refunded in full. A commission already in a payout is never held (a lost dispute claws it back instead). null when not held. */
         HoldReason: ("dispute" | "review") | null;
@@ -1696,6 +1814,8 @@ export interface components {
             /** Format: date-time */
             reviewed_at: string;
         };
+        /** @description How its payment found the partnership: link (a referral code sent with the event, or a checkout's client_reference_id that is a code), metadata (Stripe metadata.referral_code), coupon (a promotion code mapped to the partnership), visitor (the visitor's click: the script, a /r/ link, a visitor_id). A payment credited through the customer's earlier signup carries the signup's method; signup when that signup predates methods being recorded. Null for payments recorded before. */
+        CommissionAttribution: ("link" | "metadata" | "coupon" | "visitor" | "signup") | null;
         Payout: {
             /** @example po_01hzy3v9k4 */
             id: string;
@@ -2323,6 +2443,23 @@ export interface components {
             tracking_event_id: string | null;
             commission_ids: string[];
         };
+        PublishableKeys: {
+            /**
+             * @description Records live clicks.
+             * @example pk_live_Hx3…
+             */
+            publishable_key: string;
+            /**
+             * @description Records sandbox clicks.
+             * @example pk_test_Q9a…
+             */
+            test_publishable_key: string;
+            /**
+             * Format: date-time
+             * @description When this pair was issued.
+             */
+            created_at: string;
+        };
         AffiliateMe: {
             partnership_id: string;
             /**
@@ -2564,6 +2701,7 @@ export interface components {
             flags: components["schemas"]["FraudFlag"][];
             /** @description The merchant's decision once flagged; null until decided. */
             review: components["schemas"]["CommissionReview"] | null;
+            attribution: components["schemas"]["CommissionAttribution"];
         };
         /** @description Frozen at creation: later setting changes never re-rate the commission, and refunds scale its original amount. */
         CommissionRuleOutput: {
@@ -2711,6 +2849,15 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description A publishable key (pk_live_, pk_test_) was sent: it records clicks only (POST /events/click) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description A click with a referral code no active affiliate has */
             404: {
                 headers: {
@@ -2820,6 +2967,15 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description A publishable key (pk_live_, pk_test_) was sent: it records clicks only (POST /events/click) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description Request body over 1 MiB */
             413: {
                 headers: {
@@ -2862,6 +3018,222 @@ export interface operations {
             };
             /** @description The outcome is unknown (the connection to a service was lost after the request left): repeat with the same Idempotency-Key, or read the resource, before retrying */
             504: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getPublicProgram: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The public settings */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: {
+                            /** @description How long the script keeps a referral. */
+                            attribution_window_days: number;
+                            referral_url_template: string | null;
+                        };
+                    };
+                };
+            };
+            /** @description Validation failed, or an unknown query parameter */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ValidationError"];
+                };
+            };
+            /** @description Missing x-api-key header, invalid key format, or an invalid or revoked key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Click rate limit exceeded for this address */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A service behind the gateway cannot be reached or could not apply the request in time; nothing was applied, retry later */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The outcome is unknown (the connection to a service was lost after the request left): repeat with the same Idempotency-Key, or read the resource, before retrying */
+            504: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    recordClick: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ClickRequest"];
+            };
+        };
+        responses: {
+            /** @description Recorded */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["TrackedEvent"];
+                    };
+                };
+            };
+            /** @description Validation failed, or the body is not valid JSON */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ValidationError"] | components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing x-api-key header, invalid key format, or an invalid or revoked key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No active affiliate of this program has the code */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Request body over 1 MiB */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Content type other than application/json */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Click rate limit exceeded for this address */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A service behind the gateway cannot be reached or could not apply the request in time; nothing was applied, retry later */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The outcome is unknown (the connection to a service was lost after the request left): repeat with the same Idempotency-Key, or read the resource, before retrying */
+            504: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    followReferralLink: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                code: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The click is recorded; Location is the program's referral URL with aff_vid */
+            302: {
+                headers: {
+                    Location: string;
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Validation failed, or an unknown query parameter */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ValidationError"];
+                };
+            };
+            /** @description Unknown, inactive or ambiguous code, or no referral_url_template */
+            404: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -2919,7 +3291,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A test-mode key (sk_test_) was sent to the management API */
+            /** @description A test-mode key (sk_test_) was sent to the management API, or a publishable key (pk_live_, pk_test_), which records clicks only */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -3010,7 +3382,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A test-mode key (sk_test_) was sent to the management API */
+            /** @description A test-mode key (sk_test_) was sent to the management API, or a publishable key (pk_live_, pk_test_), which records clicks only */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -3119,7 +3491,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A test-mode key (sk_test_) was sent to the management API */
+            /** @description A test-mode key (sk_test_) was sent to the management API, or a publishable key (pk_live_, pk_test_), which records clicks only */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -3220,7 +3592,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A test-mode key (sk_test_) was sent to the management API */
+            /** @description A test-mode key (sk_test_) was sent to the management API, or a publishable key (pk_live_, pk_test_), which records clicks only */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -3312,7 +3684,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A test-mode key (sk_test_) was sent to the management API */
+            /** @description A test-mode key (sk_test_) was sent to the management API, or a publishable key (pk_live_, pk_test_), which records clicks only */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -3408,7 +3780,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A test-mode key (sk_test_) was sent to the management API */
+            /** @description A test-mode key (sk_test_) was sent to the management API, or a publishable key (pk_live_, pk_test_), which records clicks only */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -3531,7 +3903,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A test-mode key (sk_test_) was sent to the management API */
+            /** @description A test-mode key (sk_test_) was sent to the management API, or a publishable key (pk_live_, pk_test_), which records clicks only */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -3645,7 +4017,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A test-mode key (sk_test_) was sent to the management API */
+            /** @description A test-mode key (sk_test_) was sent to the management API, or a publishable key (pk_live_, pk_test_), which records clicks only */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -3748,7 +4120,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A test-mode key (sk_test_) was sent to the management API */
+            /** @description A test-mode key (sk_test_) was sent to the management API, or a publishable key (pk_live_, pk_test_), which records clicks only */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -3831,7 +4203,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A test-mode key (sk_test_) was sent to the management API */
+            /** @description A test-mode key (sk_test_) was sent to the management API, or a publishable key (pk_live_, pk_test_), which records clicks only */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -3927,7 +4299,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A test-mode key (sk_test_) was sent to the management API */
+            /** @description A test-mode key (sk_test_) was sent to the management API, or a publishable key (pk_live_, pk_test_), which records clicks only */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -4041,7 +4413,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A test-mode key (sk_test_) was sent to the management API */
+            /** @description A test-mode key (sk_test_) was sent to the management API, or a publishable key (pk_live_, pk_test_), which records clicks only */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -4157,7 +4529,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A test-mode key (sk_test_) was sent to the management API */
+            /** @description A test-mode key (sk_test_) was sent to the management API, or a publishable key (pk_live_, pk_test_), which records clicks only */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -4264,7 +4636,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A test-mode key (sk_test_) was sent to the management API */
+            /** @description A test-mode key (sk_test_) was sent to the management API, or a publishable key (pk_live_, pk_test_), which records clicks only */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -4400,7 +4772,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A test-mode key (sk_test_) was sent to the management API */
+            /** @description A test-mode key (sk_test_) was sent to the management API, or a publishable key (pk_live_, pk_test_), which records clicks only */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -4487,7 +4859,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A test-mode key (sk_test_) was sent to the management API */
+            /** @description A test-mode key (sk_test_) was sent to the management API, or a publishable key (pk_live_, pk_test_), which records clicks only */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -4590,7 +4962,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A test-mode key (sk_test_) was sent to the management API */
+            /** @description A test-mode key (sk_test_) was sent to the management API, or a publishable key (pk_live_, pk_test_), which records clicks only */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -4698,7 +5070,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A test-mode key (sk_test_) was sent to the management API */
+            /** @description A test-mode key (sk_test_) was sent to the management API, or a publishable key (pk_live_, pk_test_), which records clicks only */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -4781,7 +5153,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A test-mode key (sk_test_) was sent to the management API */
+            /** @description A test-mode key (sk_test_) was sent to the management API, or a publishable key (pk_live_, pk_test_), which records clicks only */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -4877,7 +5249,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A test-mode key (sk_test_) was sent to the management API */
+            /** @description A test-mode key (sk_test_) was sent to the management API, or a publishable key (pk_live_, pk_test_), which records clicks only */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -4987,7 +5359,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A test-mode key (sk_test_) was sent to the management API */
+            /** @description A test-mode key (sk_test_) was sent to the management API, or a publishable key (pk_live_, pk_test_), which records clicks only */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -5076,7 +5448,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A test-mode key (sk_test_) was sent to the management API */
+            /** @description A test-mode key (sk_test_) was sent to the management API, or a publishable key (pk_live_, pk_test_), which records clicks only */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -5160,7 +5532,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A test-mode key (sk_test_) was sent to the management API */
+            /** @description A test-mode key (sk_test_) was sent to the management API, or a publishable key (pk_live_, pk_test_), which records clicks only */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -5260,7 +5632,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A test-mode key (sk_test_) was sent to the management API */
+            /** @description A test-mode key (sk_test_) was sent to the management API, or a publishable key (pk_live_, pk_test_), which records clicks only */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -5343,7 +5715,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A test-mode key (sk_test_) was sent to the management API */
+            /** @description A test-mode key (sk_test_) was sent to the management API, or a publishable key (pk_live_, pk_test_), which records clicks only */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -5423,7 +5795,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A test-mode key (sk_test_) was sent to the management API */
+            /** @description A test-mode key (sk_test_) was sent to the management API, or a publishable key (pk_live_, pk_test_), which records clicks only */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -5507,7 +5879,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A test-mode key (sk_test_) was sent to the management API */
+            /** @description A test-mode key (sk_test_) was sent to the management API, or a publishable key (pk_live_, pk_test_), which records clicks only */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -5608,7 +5980,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A test-mode key (sk_test_) was sent to the management API */
+            /** @description A test-mode key (sk_test_) was sent to the management API, or a publishable key (pk_live_, pk_test_), which records clicks only */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -5696,7 +6068,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A test-mode key (sk_test_) was sent to the management API */
+            /** @description A test-mode key (sk_test_) was sent to the management API, or a publishable key (pk_live_, pk_test_), which records clicks only */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -5792,7 +6164,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A test-mode key (sk_test_) was sent to the management API */
+            /** @description A test-mode key (sk_test_) was sent to the management API, or a publishable key (pk_live_, pk_test_), which records clicks only */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -5905,7 +6277,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A test-mode key (sk_test_) was sent to the management API */
+            /** @description A test-mode key (sk_test_) was sent to the management API, or a publishable key (pk_live_, pk_test_), which records clicks only */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -5997,7 +6369,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A test-mode key (sk_test_) was sent to the management API */
+            /** @description A test-mode key (sk_test_) was sent to the management API, or a publishable key (pk_live_, pk_test_), which records clicks only */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -6095,7 +6467,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A test-mode key (sk_test_) was sent to the management API */
+            /** @description A test-mode key (sk_test_) was sent to the management API, or a publishable key (pk_live_, pk_test_), which records clicks only */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -6189,7 +6561,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A test-mode key (sk_test_) was sent to the management API */
+            /** @description A test-mode key (sk_test_) was sent to the management API, or a publishable key (pk_live_, pk_test_), which records clicks only */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -6283,7 +6655,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A test-mode key (sk_test_) was sent to the management API */
+            /** @description A test-mode key (sk_test_) was sent to the management API, or a publishable key (pk_live_, pk_test_), which records clicks only */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -6381,7 +6753,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A test-mode key (sk_test_) was sent to the management API */
+            /** @description A test-mode key (sk_test_) was sent to the management API, or a publishable key (pk_live_, pk_test_), which records clicks only */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -6490,7 +6862,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A test-mode key (sk_test_) was sent to the management API */
+            /** @description A test-mode key (sk_test_) was sent to the management API, or a publishable key (pk_live_, pk_test_), which records clicks only */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -6591,7 +6963,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A test-mode key (sk_test_) was sent to the management API */
+            /** @description A test-mode key (sk_test_) was sent to the management API, or a publishable key (pk_live_, pk_test_), which records clicks only */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -6674,7 +7046,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A test-mode key (sk_test_) was sent to the management API */
+            /** @description A test-mode key (sk_test_) was sent to the management API, or a publishable key (pk_live_, pk_test_), which records clicks only */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -6763,7 +7135,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A test-mode key (sk_test_) was sent to the management API */
+            /** @description A test-mode key (sk_test_) was sent to the management API, or a publishable key (pk_live_, pk_test_), which records clicks only */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -6854,7 +7226,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A test-mode key (sk_test_) was sent to the management API */
+            /** @description A test-mode key (sk_test_) was sent to the management API, or a publishable key (pk_live_, pk_test_), which records clicks only */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -6948,7 +7320,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A test-mode key (sk_test_) was sent to the management API */
+            /** @description A test-mode key (sk_test_) was sent to the management API, or a publishable key (pk_live_, pk_test_), which records clicks only */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -7042,7 +7414,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A test-mode key (sk_test_) was sent to the management API */
+            /** @description A test-mode key (sk_test_) was sent to the management API, or a publishable key (pk_live_, pk_test_), which records clicks only */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -7125,7 +7497,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A test-mode key (sk_test_) was sent to the management API */
+            /** @description A test-mode key (sk_test_) was sent to the management API, or a publishable key (pk_live_, pk_test_), which records clicks only */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -7223,7 +7595,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A test-mode key (sk_test_) was sent to the management API */
+            /** @description A test-mode key (sk_test_) was sent to the management API, or a publishable key (pk_live_, pk_test_), which records clicks only */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -7238,6 +7610,389 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content?: never;
+            };
+            /** @description Request body over 1 MiB */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Content type other than application/json */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Rate limit exceeded for this key */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A service behind the gateway cannot be reached or could not apply the request in time; nothing was applied, retry later */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The outcome is unknown (the connection to a service was lost after the request left): repeat with the same Idempotency-Key, or read the resource, before retrying */
+            504: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getPublishableKeys: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The current pair */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["PublishableKeys"];
+                    };
+                };
+            };
+            /** @description Validation failed, or an unknown query parameter */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ValidationError"];
+                };
+            };
+            /** @description Missing x-api-key header, invalid key format, or an invalid or revoked key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A test-mode key (sk_test_) was sent to the management API, or a publishable key (pk_live_, pk_test_), which records clicks only */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Rate limit exceeded for this key */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A service behind the gateway cannot be reached or could not apply the request in time; nothing was applied, retry later */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The outcome is unknown (the connection to a service was lost after the request left): repeat with the same Idempotency-Key, or read the resource, before retrying */
+            504: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    rotatePublishableKeys: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The new pair */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["PublishableKeys"];
+                    };
+                };
+            };
+            /** @description Validation failed, or an unknown query parameter */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ValidationError"];
+                };
+            };
+            /** @description Missing x-api-key header, invalid key format, or an invalid or revoked key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A test-mode key (sk_test_) was sent to the management API, or a publishable key (pk_live_, pk_test_), which records clicks only */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Rate limit exceeded for this key */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A service behind the gateway cannot be reached or could not apply the request in time; nothing was applied, retry later */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The outcome is unknown (the connection to a service was lost after the request left): repeat with the same Idempotency-Key, or read the resource, before retrying */
+            504: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getAffiliateCoupons: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Partnership id (ptn_…). */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The mapping */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: {
+                            partnership_id: string;
+                            /** @description Lowercased, in code order. */
+                            codes: string[];
+                        };
+                    };
+                };
+            };
+            /** @description Validation failed, or an unknown query parameter */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ValidationError"];
+                };
+            };
+            /** @description Missing x-api-key header, invalid key format, or an invalid or revoked key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A test-mode key (sk_test_) was sent to the management API, or a publishable key (pk_live_, pk_test_), which records clicks only */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found in this product */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Rate limit exceeded for this key */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A service behind the gateway cannot be reached or could not apply the request in time; nothing was applied, retry later */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The outcome is unknown (the connection to a service was lost after the request left): repeat with the same Idempotency-Key, or read the resource, before retrying */
+            504: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    setAffiliateCoupons: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Partnership id (ptn_…). */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["CouponsRequest"];
+            };
+        };
+        responses: {
+            /** @description The mapping as stored */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: {
+                            partnership_id: string;
+                            /** @description Lowercased, in code order. */
+                            codes: string[];
+                        };
+                    };
+                };
+            };
+            /** @description Validation failed, or the body is not valid JSON */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ValidationError"] | components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing x-api-key header, invalid key format, or an invalid or revoked key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A test-mode key (sk_test_) was sent to the management API, or a publishable key (pk_live_, pk_test_), which records clicks only */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found in this product */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A code is mapped to another affiliate */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
             };
             /** @description Request body over 1 MiB */
             413: {
@@ -8522,6 +9277,7 @@ export interface operations {
                         flags: components["schemas"]["FraudFlag"][];
                         /** @description The merchant's decision once flagged; null until decided. */
                         review: components["schemas"]["CommissionReview"] | null;
+                        attribution: components["schemas"]["CommissionAttribution"];
                         /** @description The payment's level-1 commission. */
                         commission_id: string;
                         partnership_id: string;

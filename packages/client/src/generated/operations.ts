@@ -84,6 +84,14 @@ export const operationTable = {
     "int64": {},
     "textAnswer": "text/csv"
   },
+  "followReferralLink": {
+    "method": "GET",
+    "path": "/r/{code}",
+    "credential": "none",
+    "idempotencyKey": false,
+    "paged": false,
+    "int64": {}
+  },
   "generatePayouts": {
     "method": "POST",
     "path": "/api/v1/payouts/generate",
@@ -125,6 +133,14 @@ export const operationTable = {
     "method": "GET",
     "path": "/affiliate/v1/commissions/{id}",
     "credential": "bearer",
+    "idempotencyKey": false,
+    "paged": false,
+    "int64": {}
+  },
+  "getAffiliateCoupons": {
+    "method": "GET",
+    "path": "/api/v1/affiliates/{id}/coupons",
+    "credential": "apiKey",
     "idempotencyKey": false,
     "paged": false,
     "int64": {}
@@ -240,6 +256,22 @@ export const operationTable = {
   "getProgram": {
     "method": "GET",
     "path": "/api/v1/program",
+    "credential": "apiKey",
+    "idempotencyKey": false,
+    "paged": false,
+    "int64": {}
+  },
+  "getPublicProgram": {
+    "method": "GET",
+    "path": "/program/public",
+    "credential": "apiKey",
+    "idempotencyKey": false,
+    "paged": false,
+    "int64": {}
+  },
+  "getPublishableKeys": {
+    "method": "GET",
+    "path": "/api/v1/keys/publishable",
     "credential": "apiKey",
     "idempotencyKey": false,
     "paged": false,
@@ -467,6 +499,14 @@ export const operationTable = {
     "paged": false,
     "int64": {}
   },
+  "recordClick": {
+    "method": "POST",
+    "path": "/events/click",
+    "credential": "apiKey",
+    "idempotencyKey": false,
+    "paged": false,
+    "int64": {}
+  },
   "recoverDeliveries": {
     "method": "POST",
     "path": "/api/v1/webhooks/{id}/recover",
@@ -539,9 +579,25 @@ export const operationTable = {
     "paged": false,
     "int64": {}
   },
+  "rotatePublishableKeys": {
+    "method": "POST",
+    "path": "/api/v1/keys/publishable",
+    "credential": "apiKey",
+    "idempotencyKey": false,
+    "paged": false,
+    "int64": {}
+  },
   "rotateWebhookSecret": {
     "method": "POST",
     "path": "/api/v1/webhooks/{id}/rotate-secret",
+    "credential": "apiKey",
+    "idempotencyKey": false,
+    "paged": false,
+    "int64": {}
+  },
+  "setAffiliateCoupons": {
+    "method": "PUT",
+    "path": "/api/v1/affiliates/{id}/coupons",
     "credential": "apiKey",
     "idempotencyKey": false,
     "paged": false,

@@ -20,6 +20,7 @@ import type {
   PublicFraudFlag,
   PublicHoldReason,
 } from "../schemas/commissions.js";
+import { attributionMethods } from "../schemas/commissions.js";
 import type { PublicCommissionPreview } from "../schemas/tracking.js";
 import { ContractViolation, isoTime, namesOf, required } from "./common.js";
 
@@ -141,7 +142,15 @@ export function toPublicCommission(commission: Commission, partnership: Partners
     rule: commission.rule ? toPublicCommissionRule(commission.rule) : null,
     flags: toPublicFlags(commission.flags),
     review: toPublicReview(commission.review),
+    attribution: attributionName(commission.attribution),
   };
+}
+
+/** A commission's attribution method as the API names it; null when none was recorded. */
+function attributionName(method: string): PublicCommission["attribution"] {
+  const known = attributionMethods.find((name) => name === method);
+  if (method !== "" && !known) throw new ContractViolation(`commission attribution ${method} has no public name`);
+  return known ?? null;
 }
 
 /** The commission of a ledger response that always carries one. */

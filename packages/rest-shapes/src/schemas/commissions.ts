@@ -75,6 +75,14 @@ export const commissionRuleSchema = z
       "Frozen at creation: later setting changes never re-rate the commission, and refunds scale its original amount.",
   });
 
+/** How a commission's payment found its partnership (contract section 17). */
+export const attributionMethods = ["link", "metadata", "coupon", "visitor", "signup"] as const;
+export const commissionAttributionSchema = z.enum(attributionMethods).nullable().meta({
+  id: "CommissionAttribution",
+  description:
+    "How its payment found the partnership: link (a referral code sent with the event, or a checkout's client_reference_id that is a code), metadata (Stripe metadata.referral_code), coupon (a promotion code mapped to the partnership), visitor (the visitor's click: the script, a /r/ link, a visitor_id). A payment credited through the customer's earlier signup carries the signup's method; signup when that signup predates methods being recorded. Null for payments recorded before.",
+});
+
 /** A commission exactly as spec section 2.2 lists it, with the rule that made it. */
 export const commissionSchema = z
   .object({
@@ -106,6 +114,7 @@ export const commissionSchema = z
     review: commissionReviewSchema
       .nullable()
       .meta({ description: "The merchant's decision once flagged; null until decided." }),
+    attribution: commissionAttributionSchema,
   })
   .meta({ id: "Commission" });
 

@@ -150,7 +150,9 @@ export const errorResponses = {
     content: { "application/json": { schema: badRequestSchema } },
   } satisfies ZodOpenApiResponseObject,
   401: errorResponse("Missing x-api-key header, invalid key format, or an invalid or revoked key"),
-  403: errorResponse("A test-mode key (sk_test_) was sent to the management API"),
+  403: errorResponse(
+    "A test-mode key (sk_test_) was sent to the management API, or a publishable key (pk_live_, pk_test_), which records clicks only",
+  ),
   404: errorResponse("Not found in this product"),
   413: errorResponse("Request body over 1 MiB"),
   415: errorResponse("Content type other than application/json"),
@@ -173,10 +175,19 @@ export const authenticatedErrors = {
   504: errorResponses[504],
 };
 
-/** What POST /events can answer for its key: test keys are accepted there, so no 403. */
+/** What POST /events can answer for its key: test keys are accepted there; publishable keys are 403. */
 export const trackingAuthErrors = {
   401: errorResponses[401],
+  403: errorResponse("A publishable key (pk_live_, pk_test_) was sent: it records clicks only (POST /events/click)"),
   429: { ...errorResponses[429], description: "Tracking rate limit exceeded for this key" },
+  503: errorResponses[503],
+  504: errorResponses[504],
+};
+
+/** What the click endpoint can answer for its key: any key of the product records clicks. */
+export const clickAuthErrors = {
+  401: errorResponses[401],
+  429: { ...errorResponses[429], description: "Click rate limit exceeded for this address" },
   503: errorResponses[503],
   504: errorResponses[504],
 };

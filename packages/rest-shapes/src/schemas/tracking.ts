@@ -202,3 +202,21 @@ export type PublicTrackedEvent = z.output<typeof trackedEventSchema>;
 export type PreviewCommissionsBody = z.output<typeof previewCommissionsBodySchema>;
 export type PublicCommissionPreview = z.output<typeof previewCommissionsResponseSchema>["data"];
 export type PublicTrackingEventType = z.output<typeof trackingEventTypeSchema>;
+
+/**
+ * A click the browser script records (contract section 17), with a publishable key: the referral
+ * code, the visitor id it keeps, and the page the visitor came from. The gateway adds the user
+ * agent and a keyed hash of the address itself; the address is never stored.
+ */
+export const clickBodySchema = z
+  .object({
+    referral_code: referralCodeSchema.meta({ description: "The code the landing page's URL carried." }),
+    visitor_id: text({ min: 1, max: 128 }).optional().meta({
+      description: "The visitor id the script keeps; generated (vis_…) and returned when absent.",
+    }),
+    referrer: text({ min: 1, max: 2048 }).optional().meta({
+      description: "document.referrer of the landing page; only its host is stored.",
+    }),
+  })
+  .meta({ id: "ClickRequest" });
+export type ClickBody = z.output<typeof clickBodySchema>;

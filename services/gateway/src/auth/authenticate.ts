@@ -7,7 +7,7 @@ declare module "fastify" {
   interface FastifyRequest {
     /** The product that owns the request's API key; set by authentication. */
     productId: string;
-    /** True when the key is a test-mode key (sk_test_); only the tracking endpoint accepts one. */
+    /** True when the key is a test-mode key (sk_test_, pk_test_); only tracking accepts one. */
     testMode: boolean;
     /** The one partnership an affiliate token reads; set by affiliate authentication only. */
     partnershipId: string;
@@ -21,11 +21,18 @@ export const authErrors = {
   testMode: "Test-mode keys cannot access the management API",
 } as const;
 
+/** A publishable key anywhere but the click endpoint: 403 naming the kind of key (contract section 17). */
+export const publishableKeyError = (prefix: "pk_live_" | "pk_test_") =>
+  `Publishable keys (${prefix}…) can only record clicks (POST /events/click): use a secret key (sk_live_…) here`;
+
 /**
- * Who may call: the management API takes live keys only; tracking takes live and test keys; the
- * affiliate API takes affiliate tokens (Authorization: Bearer apt_…).
+ * Who may call: the management API takes live secret keys only; tracking takes live and test
+ * secret keys; the click endpoint any key, publishable keys included (they are made to sit in a
+ * page); the affiliate API takes affiliate tokens (Authorization: Bearer apt_…).
  */
-export type KeyPolicy = "management" | "tracking" | "affiliate";
+export type KeyPolicy = "management" | "tracking" | "click" | "affiliate";
+
+const isPublishable = (mode: KeyMode) => mode === KeyMode.PUBLISHABLE_LIVE || mode === KeyMode.PUBLISHABLE_TEST;
 
 export const affiliateAuthErrors = {
   missing: "Missing bearer token: send Authorization: Bearer apt_…",
@@ -60,24 +67,33 @@ export function authenticateAffiliate(cache: KeyCache) {
 }
 
 /**
- * Resolves `x-api-key` to the product it belongs to (spec section 5, contract section 2). On the
- * management API a test key of an existing product is 403; on tracking it selects sandbox mode.
- * The 401 answers are the same everywhere.
+ * Resolves `x-api-key` to the product it belongs to (spec section 5, contract sections 2 and 17).
+ * On the management API a test key of an existing product is 403; on tracking it selects sandbox
+ * mode. A publishable key (pk_) is 403 everywhere but the click endpoint. The 401 answers are the
+ * same everywhere.
  */
 export function authenticate(cache: KeyCache, policy: Exclude<KeyPolicy, "affiliate"> = "management") {
   return async (request: FastifyRequest): Promise<void> => {
     const apiKey = request.headers["x-api-key"];
     if (apiKey === undefined || apiKey === "") throw new HttpError(401, { error: authErrors.missing });
-    if (typeof apiKey !== "string" || !apiKey.startsWith("sk_")) throw new HttpError(401, { error: authErrors.format });
+    if (typeof apiKey !== "string" || !(apiKey.startsWith("sk_") || apiKey.startsWith("pk_"))) {
+      throw new HttpError(401, { error: authErrors.format });
+    }
     const resolution = await cache.resolve(apiKey);
     if (resolution.kind !== "product") throw new HttpError(401, { error: authErrors.revoked });
-    if (resolution.mode === KeyMode.TEST && policy === "management") {
-      throw new HttpError(403, { error: authErrors.testMode });
-    }
-    if (resolution.mode !== KeyMode.LIVE && resolution.mode !== KeyMode.TEST) {
+    const { mode } = resolution;
+    if (![KeyMode.LIVE, KeyMode.TEST, KeyMode.PUBLISHABLE_LIVE, KeyMode.PUBLISHABLE_TEST].includes(mode)) {
       throw new HttpError(401, { error: authErrors.revoked });
     }
+    if (isPublishable(mode) && policy !== "click") {
+      throw new HttpError(403, {
+        error: publishableKeyError(mode === KeyMode.PUBLISHABLE_LIVE ? "pk_live_" : "pk_test_"),
+      });
+    }
+    if (mode === KeyMode.TEST && policy === "management") {
+      throw new HttpError(403, { error: authErrors.testMode });
+    }
     request.productId = resolution.productId;
-    request.testMode = resolution.mode === KeyMode.TEST;
+    request.testMode = mode === KeyMode.TEST || mode === KeyMode.PUBLISHABLE_TEST;
   };
 }

@@ -2,6 +2,7 @@ import {
   affiliateTokenErrors,
   authenticatedErrors,
   bodyErrors,
+  clickAuthErrors,
   errorResponses,
   trackingAuthErrors,
   type ValidationErrorBody,
@@ -17,7 +18,7 @@ import { unknownNameIssues } from "./strict-input.js";
  * takes live keys (401, 403), tracking live and test keys (401), the affiliate API affiliate
  * tokens (401), and the public routes (probes, the document, the affiliate sign-in) none.
  */
-export type RouteAccess = "management" | "tracking" | "affiliate" | "public";
+export type RouteAccess = "management" | "tracking" | "click" | "affiliate" | "public";
 
 export type RouteMethod = "GET" | "POST" | "PUT" | "PATCH" | "DELETE";
 
@@ -182,6 +183,7 @@ export function sharedAnswers(declaration: AnyRouteDeclaration): Record<string, 
     ...(declaration.params !== undefined ? { 404: errorResponses[404] } : {}),
     ...(declaration.access === "management" ? authenticatedErrors : {}),
     ...(declaration.access === "tracking" ? trackingAuthErrors : {}),
+    ...(declaration.access === "click" ? clickAuthErrors : {}),
     ...(declaration.access === "affiliate" ? affiliateTokenErrors : {}),
     ...(hasBody ? bodyErrors : {}),
   };

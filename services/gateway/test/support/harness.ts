@@ -32,6 +32,8 @@ export interface GatewayOptions {
   privacyTransport?: Transport;
   rateLimitPerMinute?: number;
   trackingRateLimitPerMinute?: number;
+  /** Clicks per minute per client address on /r/:code and POST /events/click. */
+  clickRateLimitPerMinute?: number;
   /** TRUST_PROXY, parsed: the proxies whose X-Forwarded-For the gateway believes (none unless given). */
   trustProxy?: string[];
   /** POST /events coalescing window; 0 sends each event as its own Track call. */
@@ -104,6 +106,8 @@ export function createGateway(options: GatewayOptions = {}): TestGateway {
     config: {
       RATE_LIMIT_PER_MINUTE: options.rateLimitPerMinute ?? 6000,
       TRACKING_RATE_LIMIT_PER_MINUTE: options.trackingRateLimitPerMinute ?? 60_000,
+      CLICK_RATE_LIMIT_PER_MINUTE: options.clickRateLimitPerMinute ?? 6000,
+      CLICK_ADDRESS_HASH_KEY: "gateway-test-click-address-hash-key-0123456789",
       ACTIVE_AFFILIATES_CACHE_MS: 5000,
       TRACK_COALESCE_MS: options.trackCoalesceMs ?? 2,
       TRACK_COALESCE_MAX_EVENTS: options.trackCoalesceMaxEvents ?? 100,

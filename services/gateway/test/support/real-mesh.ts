@@ -46,6 +46,8 @@ export interface RealMesh {
   notifier: Client<typeof NotifierService>;
   /** The integrations schema: no apply worker runs here, so a test writes an event's outcome itself. */
   integrationsSql: Sql;
+  /** The ledger's schema, for what no API shows (what a click stored). */
+  ledgerSql: Sql;
   /** What reconciliation fetches from "Stripe": nothing unless a test sets it. */
   stripeEventsSince: IntegrationsDeps["eventsSince"];
   /** A new product; returns its id and live key. */
@@ -173,6 +175,8 @@ export async function startRealMesh(options: { payoutEvents?: boolean } = {}): P
     config: {
       RATE_LIMIT_PER_MINUTE: 1_000_000,
       TRACKING_RATE_LIMIT_PER_MINUTE: 1_000_000,
+      CLICK_RATE_LIMIT_PER_MINUTE: 1_000_000,
+      CLICK_ADDRESS_HASH_KEY: "gateway-test-click-address-hash-key-0123456789",
       ACTIVE_AFFILIATES_CACHE_MS: 0,
       // Single events coalesced as in production.
       TRACK_COALESCE_MS: 2,
@@ -189,6 +193,7 @@ export async function startRealMesh(options: { payoutEvents?: boolean } = {}): P
     payouts,
     notifier,
     integrationsSql,
+    ledgerSql,
     stripeEventsSince: async function* () {},
     async newProduct() {
       const { product, keys } = await admin.createProduct({ name: "Acme" });

@@ -3,6 +3,9 @@ import { Code, ConnectError } from "@connectrpc/connect";
 import { countStripeEvent } from "../metrics.js";
 import {
   anyPaymentRecorded,
+  customerSeen,
+  markCustomerSeen,
+  partnershipOfPromotionCodes,
   recordCustomerSignup,
   recordPaymentAliases,
   resolvePaymentIds,
@@ -13,11 +16,13 @@ import {
   type EventJob,
   lockPaymentIds,
   payloadOf,
+  paymentsAwaitingCustomer,
   recordAttempt,
+  wakeCustomerWaiters,
   wakeWaitersOf,
 } from "../store/events.js";
-import type { DisputeCloseOutcome, DisputeHoldOutcome, Ledger, Programs } from "./ports.js";
-import type { ProviderCommand } from "./types.js";
+import type { DisputeCloseOutcome, DisputeHoldOutcome, Ledger, Programs, ProviderCustomers } from "./ports.js";
+import type { ProviderCommand, Referral } from "./types.js";
 
 /** How long a refund or dispute waits for its payment before it fails (contract section 13). */
 export const paymentWaitMs = 72 * 60 * 60 * 1000;
@@ -25,6 +30,12 @@ export const paymentWaitMs = 72 * 60 * 60 * 1000;
 const waitingRecheckMs = 10 * 60 * 1000;
 /** Transient failures (a service unavailable) are retried this many times before the event fails. */
 export const maxTransientAttempts = 12;
+/**
+ * How long a payment whose customer nothing attributes yet waits for the customer's own event
+ * (contract section 17): Stripe does not promise order, and a customer.created with its referral
+ * may arrive after the customer's first invoice.
+ */
+export const customerWaitMs = 10 * 60 * 1000;
 
 export interface ApplyDeps {
   sql: Sql;
@@ -32,6 +43,8 @@ export interface ApplyDeps {
   programs: Programs;
   /** The provider adapter's reading of a stored payload. */
   commandOf(payload: unknown): ProviderCommand;
+  /** The provider's customers through the connection's API key; without it payments wait instead. */
+  customers?: ProviderCustomers | undefined;
   clock: () => Date;
   logger: Logger;
 }
@@ -123,20 +136,45 @@ async function decide(deps: ApplyDeps, row: EventJob): Promise<Decision> {
   const { productId } = row;
   const testMode = !row.livemode;
   switch (command.kind) {
-    case "ignore":
-      return done("ignored", command.detail);
+    case "ignore": {
+      const customerId = command.customerId;
+      return {
+        ...done("ignored", command.detail),
+        effects: customerId ? customerArrived(deps, productId, customerId) : undefined,
+      };
+    }
 
     case "signup": {
-      if (command.customerId) {
-        const recorded = await signupOfCustomer(deps.sql, productId, command.customerId);
+      const customerId = command.customerId;
+      const arrived = customerId ? customerArrived(deps, productId, customerId) : undefined;
+      const referral = await referralOf(deps, productId, command);
+      if (!referral) {
+        const codes = command.promotionCodes.join(", ");
+        return { ...done("ignored", `Promotion code ${codes} is mapped to no affiliate`), effects: arrived };
+      }
+      if (customerId) {
+        const recorded = await signupOfCustomer(deps.sql, productId, customerId);
         if (recorded) {
-          return done("ignored", `The referral of customer ${command.customerId} is recorded already (${recorded})`, {
-            trackingEventId: recorded,
-          });
+          return {
+            ...done("ignored", `The referral of customer ${customerId} is recorded already (${recorded})`, {
+              trackingEventId: recorded,
+            }),
+            effects: arrived,
+          };
         }
       }
-      const tracked = await deps.ledger.track({ productId, testMode, type: "signup", ...command });
-      const customerId = command.customerId;
+      // A payment of this customer that came first, and waits, must find the signup before it.
+      const occurredAt = customerId
+        ? earliest(command.occurredAt, await waitingPaymentsTime(deps, productId, customerId))
+        : command.occurredAt;
+      const tracked = await deps.ledger.track({
+        productId,
+        testMode,
+        type: "signup",
+        ...command,
+        referral,
+        occurredAt,
+      });
       return {
         record: {
           outcome: "applied",
@@ -147,7 +185,10 @@ async function decide(deps: ApplyDeps, row: EventJob): Promise<Decision> {
           nextAttemptAt: null,
         },
         effects: customerId
-          ? (tx) => recordCustomerSignup(tx, { productId, customerId, signupEventId: tracked.trackingEventId })
+          ? async (tx) => {
+              await recordCustomerSignup(tx, { productId, customerId, signupEventId: tracked.trackingEventId });
+              await arrived?.(tx);
+            }
           : undefined,
       };
     }
@@ -155,7 +196,23 @@ async function decide(deps: ApplyDeps, row: EventJob): Promise<Decision> {
     case "payment": {
       const mismatch = await sameCurrency(deps, productId, command.currency);
       if (mismatch) return done("failed", mismatch);
-      const tracked = await deps.ledger.track({ productId, testMode, type: "payment", ...command });
+      const referral = await referralOf(deps, productId, command);
+      const payment = { productId, testMode, type: "payment" as const, ...command, referral };
+      const { customerId } = command;
+      let arrived: ((tx: TransactionSql) => Promise<void>) | undefined;
+      if (!referral && customerId && !testMode && !(await customerSeen(deps.sql, productId, customerId))) {
+        if (!(await deps.ledger.wouldAttribute(payment))) {
+          const fetched = await deps.customers?.fetch(productId, customerId);
+          if (fetched === undefined || fetched === "no_api_key") {
+            const deadline = row.receivedAt.getTime() + customerWaitMs;
+            if (deps.clock().getTime() < deadline) return waitForCustomer(deps, customerId, deadline);
+          } else {
+            // Read from Stripe at once: the customer's referral is recorded as its event would have.
+            arrived = await applyFetchedCustomer(deps, row, customerId, fetched, command.occurredAt);
+          }
+        }
+      }
+      const tracked = await deps.ledger.track(payment);
       const earned = tracked.commissionIds.length > 0;
       const detail = [
         `Payment ${command.externalId} of ${command.amountCents} cents recorded`,
@@ -178,6 +235,7 @@ async function decide(deps: ApplyDeps, row: EventJob): Promise<Decision> {
           nextAttemptAt: null,
         },
         effects: async (tx) => {
+          await arrived?.(tx);
           await lockPaymentIds(tx, productId, paymentIds);
           await recordPaymentAliases(tx, productId, command.externalId, paymentIds);
           await wakeWaitersOf(tx, productId, paymentIds, deps.clock());
@@ -306,6 +364,90 @@ function waitForPayment(deps: ApplyDeps, row: EventJob, paymentIds: string[]): D
       if (await anyPaymentRecorded(tx, row.productId, paymentIds)) {
         await wakeWaitersOf(tx, row.productId, paymentIds, deps.clock());
       }
+    },
+  };
+}
+
+/**
+ * Who referred the customer, first match (contract section 17): the merchant's metadata; else a
+ * promotion code mapped to a partnership (a code beats a cookie); else the session's
+ * client_reference_id.
+ */
+async function referralOf(
+  deps: ApplyDeps,
+  productId: string,
+  command: { referral?: Referral | undefined; promotionCodes: string[] },
+): Promise<Referral | undefined> {
+  const own = command.referral;
+  if (own && "referralCode" in own && own.source === "metadata") return own;
+  const mapped = await partnershipOfPromotionCodes(deps.sql, productId, command.promotionCodes);
+  if (mapped) return { referralCode: mapped.referralCode, source: "coupon" };
+  return own;
+}
+
+const earliest = (a: Date, b: Date | undefined) => (b !== undefined && b < a ? b : a);
+
+/** The customer's own event was applied: its waiting payments go now, and later ones never wait. */
+function customerArrived(deps: ApplyDeps, productId: string, customerId: string) {
+  return async (tx: TransactionSql) => {
+    await markCustomerSeen(tx, productId, customerId);
+    await wakeCustomerWaiters(tx, productId, customerId, deps.clock());
+  };
+}
+
+/** When the earliest payment waiting for this customer occurred, so its signup can precede it. */
+async function waitingPaymentsTime(deps: ApplyDeps, productId: string, customerId: string): Promise<Date | undefined> {
+  let found: Date | undefined;
+  for (const id of await paymentsAwaitingCustomer(deps.sql, productId, customerId)) {
+    try {
+      const command = deps.commandOf(await payloadOf(deps.sql, id));
+      if (command.kind === "payment") found = earliest(command.occurredAt, found);
+    } catch {
+      // A payload that cannot be read fails on its own attempt; it moves no signup.
+    }
+  }
+  return found;
+}
+
+/**
+ * A payment before its customer's event, read from the provider at once: the customer's referral
+ * is recorded as a signup (no later than the payment), as its event would have recorded it.
+ */
+async function applyFetchedCustomer(
+  deps: ApplyDeps,
+  row: EventJob,
+  customerId: string,
+  fetched: { email?: string | undefined; referralCode?: string | undefined; createdAt?: Date | undefined },
+  paymentAt: Date,
+): Promise<(tx: TransactionSql) => Promise<void>> {
+  const { productId } = row;
+  const arrived = customerArrived(deps, productId, customerId);
+  if (!fetched.referralCode || (await signupOfCustomer(deps.sql, productId, customerId))) return arrived;
+  const tracked = await deps.ledger.track({
+    productId,
+    testMode: !row.livemode,
+    type: "signup",
+    referral: { referralCode: fetched.referralCode, source: "metadata" },
+    customerId,
+    email: fetched.email,
+    occurredAt: earliest(paymentAt, fetched.createdAt),
+  });
+  return async (tx) => {
+    await recordCustomerSignup(tx, { productId, customerId, signupEventId: tracked.trackingEventId });
+    await arrived(tx);
+  };
+}
+
+/** A payment whose customer nothing attributes yet: it waits for the customer's event, 10 minutes at most. */
+function waitForCustomer(deps: ApplyDeps, customerId: string, deadline: number): Decision {
+  const now = deps.clock().getTime();
+  return {
+    record: {
+      outcome: "waiting",
+      detail: `Waiting for customer ${customerId}'s customer.created or checkout session (up to 10 minutes): Stripe does not promise order`,
+      // Woken when the customer's event is applied; recorded as it is at the deadline.
+      nextAttemptAt: new Date(Math.min(deadline, now + customerWaitMs)),
+      awaitsCustomer: customerId,
     },
   };
 }

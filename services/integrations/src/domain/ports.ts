@@ -61,6 +61,11 @@ export type DisputeCloseOutcome =
 /** The ledger owns tracking events, commissions and refunds. */
 export interface Ledger {
   track(input: TrackInput): Promise<TrackedRecord>;
+  /**
+   * Whether a live payment recorded now would be attributed (a signup, a click), or is recorded
+   * already (the same payment reported through the API): reads only.
+   */
+  wouldAttribute(input: TrackInput & { type: "payment" }): Promise<boolean>;
   /** Refunds the payment up to a cumulative total (the difference is applied, nothing when it is reached). */
   refundToTotal(input: {
     productId: string;
@@ -89,4 +94,20 @@ export interface Ledger {
 /** Partners owns programs: the currency every amount of a product is in. */
 export interface Programs {
   currencyOf(productId: string): Promise<string>;
+}
+
+/** A customer as the provider's API answers it, for a payment that came before its customer's event. */
+export interface FetchedCustomer {
+  email?: string | undefined;
+  /** metadata.referral_code, when set. */
+  referralCode?: string | undefined;
+  createdAt?: Date | undefined;
+}
+
+/**
+ * The provider's customers, read through the connection's API key. `no_api_key` when the
+ * connection has none (the payment then waits for the customer's event instead).
+ */
+export interface ProviderCustomers {
+  fetch(productId: string, customerId: string): Promise<FetchedCustomer | "no_api_key">;
 }

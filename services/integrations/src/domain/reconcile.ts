@@ -48,8 +48,17 @@ export async function reconcileStripe(
   let fetched = 0;
   const stored: string[] = [];
   try {
+    // Stripe lists events newest first; they are stored, and so applied, oldest first: a missed
+    // customer.created before its customer's invoice.paid, as they happened. (Reversed first, so
+    // events of the same second keep Stripe's order; then sorted, as pages may interleave.)
+    const events: ReceivedEvent[] = [];
     for await (const event of deps.eventsSince(deps.sealing.open(connection.apiKey), since)) {
       fetched += 1;
+      events.push(event);
+    }
+    events.reverse();
+    events.sort((a, b) => a.createdAt.getTime() - b.createdAt.getTime());
+    for (const event of events) {
       const id = newId("sev");
       const isNew = await insertEvent(deps.sql, {
         ...event,

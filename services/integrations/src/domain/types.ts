@@ -4,8 +4,11 @@
  * knowing any provider's payloads.
  */
 
-/** Who referred the customer, as the event says it: a referral code or a tracked visitor. */
-export type Referral = { referralCode: string } | { visitorId: string };
+/**
+ * Who referred the customer, as the event says it: a referral code (from metadata, a promotion
+ * code mapped to a partnership, or a session's client_reference_id: `source`) or a tracked visitor.
+ */
+export type Referral = { referralCode: string; source: "metadata" | "coupon" | "link" } | { visitorId: string };
 
 /** The customer an event is about, at the provider. */
 export interface ProviderCustomer {
@@ -16,7 +19,7 @@ export interface ProviderCustomer {
 
 export type ProviderCommand =
   /** A referred customer: recorded once per customer as a signup attributed to the referral. */
-  | ({ kind: "signup"; referral: Referral; occurredAt: Date } & ProviderCustomer)
+  | ({ kind: "signup"; referral?: Referral | undefined; promotionCodes: string[]; occurredAt: Date } & ProviderCustomer)
   /** A payment: external_id is the provider's id of the paid thing (invoice, payment intent). */
   | ({
       kind: "payment";
@@ -25,6 +28,8 @@ export type ProviderCommand =
       currency: string;
       occurredAt: Date;
       referral?: Referral | undefined;
+      /** The promotion codes (ids and codes) its discounts used: a mapped one attributes it. */
+      promotionCodes: string[];
       /** Other ids the provider's refunds and disputes may name this payment by. */
       aliases: string[];
     } & ProviderCustomer)
@@ -39,8 +44,11 @@ export type ProviderCommand =
    * detail: won, or an inquiry closed without becoming a chargeback (`warning_closed`).
    */
   | { kind: "release"; paymentIds: string[]; disputeId: string; closedAs: "won" | "warning_closed" }
-  /** Nothing to do; the detail says why. */
-  | { kind: "ignore"; detail: string };
+  /**
+   * Nothing to do; the detail says why. `customerId`: a customer's own event (or session) without
+   * a referral, which still tells that customer's waiting payments not to wait any longer.
+   */
+  | { kind: "ignore"; detail: string; customerId?: string | undefined };
 
 /** A verified provider event as the inbox stores it. */
 export interface ReceivedEvent {

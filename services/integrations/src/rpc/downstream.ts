@@ -35,6 +35,9 @@ export function ledgerOver(client: Client<typeof LedgerService>): Ledger {
         testMode: input.testMode,
         type: input.type === "signup" ? EventType.SIGNUP : EventType.PAYMENT,
         referralCode: referral && "referralCode" in referral ? referral.referralCode : undefined,
+        // The ledger's word for a code the merchant sent is "link", its default.
+        referralSource:
+          referral && "referralCode" in referral && referral.source !== "link" ? referral.source : undefined,
         visitorId: referral && "visitorId" in referral ? referral.visitorId : undefined,
         customerEmail: input.email,
         providerCustomerId: input.customerId,
@@ -49,6 +52,25 @@ export function ledgerOver(client: Client<typeof LedgerService>): Ledger {
         replayed,
         commissionSkipped: skippedOf[event.commissionSkipped],
       };
+    },
+    async wouldAttribute(input) {
+      const referral = input.referral;
+      const { partnershipId, alreadyRecorded } = await client.previewCommissions({
+        payment: {
+          productId: input.productId,
+          testMode: false,
+          type: EventType.PAYMENT,
+          referralCode: referral && "referralCode" in referral ? referral.referralCode : undefined,
+          visitorId: referral && "visitorId" in referral ? referral.visitorId : undefined,
+          customerEmail: input.email,
+          providerCustomerId: input.customerId,
+          occurredAt: timestampFromDate(input.occurredAt),
+          amountCents: BigInt(input.amountCents),
+          externalId: input.externalId,
+        },
+      });
+      // A payment recorded already (through the API) is a replay whatever comes: nothing to wait for.
+      return partnershipId !== "" || alreadyRecorded;
     },
     async refundToTotal(input) {
       try {

@@ -5,8 +5,10 @@ import type { ServiceImpl } from "@connectrpc/connect";
 import { connectionToProto, eventToProto, outcomeToProto } from "../codec.js";
 import { type ConnectionDeps, connectStripe, disconnectStripe, getStripeConnection } from "../domain/connect-stripe.js";
 import { listStripeEvents, retryStripeEvent } from "../domain/list-events.js";
+import { setPromotionCodes } from "../domain/promotion-codes.js";
 import { receiveStripeEvent } from "../domain/receive-event.js";
 import { type ReconcileDeps, reconcileStripe } from "../domain/reconcile.js";
+import { promotionCodesOf } from "../store/customers.js";
 
 export interface IntegrationsServiceDeps extends ConnectionDeps, ReconcileDeps {
   pageTokens: PageTokens;
@@ -57,6 +59,12 @@ export function createIntegrationsService(deps: IntegrationsServiceDeps): Servic
     async retryStripeEvent(req) {
       const event = await retryStripeEvent(deps, req.productId, req.eventId, waitBudget(defaultWaitMs));
       return { event: eventToProto(event) };
+    },
+    async setPromotionCodes(req) {
+      return { codes: await setPromotionCodes(deps.sql, req) };
+    },
+    async listPromotionCodes(req) {
+      return { codes: await promotionCodesOf(deps.sql, req.productId, req.partnershipId) };
     },
     async reconcileStripe(req) {
       const report = await reconcileStripe(deps, req.productId, {

@@ -57,3 +57,70 @@ export async function resolvePaymentIds(sql: Queryable, productId: string, ids: 
   const resolved = ids.flatMap((id) => [aliasOf.get(id), id]).filter((id): id is string => id !== undefined);
   return [...new Set(resolved)];
 }
+
+/** Remembers that a customer's own event (customer.*, a checkout session) has been applied. */
+export async function markCustomerSeen(sql: Queryable, productId: string, customerId: string): Promise<void> {
+  await sql`
+    insert into stripe_customers_seen (product_id, customer_id) values (${productId}, ${customerId})
+    on conflict (product_id, customer_id) do nothing`;
+}
+
+/** Whether a customer's own event has been applied. */
+export async function customerSeen(sql: Queryable, productId: string, customerId: string): Promise<boolean> {
+  const [row] = await sql<{ one: number }[]>`
+    select 1 as one from stripe_customers_seen where product_id = ${productId} and customer_id = ${customerId}`;
+  return row !== undefined;
+}
+
+/** The partnership a promotion code (an id or a code, any case) is mapped to, first match of `codes`. */
+export async function partnershipOfPromotionCodes(
+  sql: Queryable,
+  productId: string,
+  codes: string[],
+): Promise<{ partnershipId: string; referralCode: string; code: string } | undefined> {
+  if (codes.length === 0) return undefined;
+  const lowered = codes.map((code) => code.toLowerCase());
+  const rows = await sql<{ code: string; partnershipId: string; referralCode: string }[]>`
+    select code, partnership_id, referral_code from stripe_promotion_codes
+    where product_id = ${productId} and code = any(${lowered}::text[])`;
+  for (const code of lowered) {
+    const row = rows.find((r) => r.code === code);
+    if (row) return row;
+  }
+  return undefined;
+}
+
+/**
+ * Maps exactly `codes` to the partnership (replacing its earlier mapping). A code another
+ * partnership of the product holds is refused: answers those codes, and changes nothing then.
+ */
+export async function replacePromotionCodes(
+  sql: Queryable,
+  mapping: { productId: string; partnershipId: string; referralCode: string; codes: string[] },
+): Promise<{ takenBy: { code: string; partnershipId: string }[] }> {
+  const lowered = [...new Set(mapping.codes.map((code) => code.toLowerCase()))];
+  const taken = await sql<{ code: string; partnershipId: string }[]>`
+    select code, partnership_id from stripe_promotion_codes
+    where product_id = ${mapping.productId} and code = any(${lowered}::text[])
+      and partnership_id <> ${mapping.partnershipId}
+    for update`;
+  if (taken.length > 0) return { takenBy: taken };
+  await sql`
+    delete from stripe_promotion_codes
+    where product_id = ${mapping.productId} and partnership_id = ${mapping.partnershipId}`;
+  if (lowered.length > 0) {
+    await sql`
+      insert into stripe_promotion_codes (product_id, code, partnership_id, referral_code)
+      select ${mapping.productId}, code, ${mapping.partnershipId}, ${mapping.referralCode}
+      from unnest(${lowered}::text[]) as code`;
+  }
+  return { takenBy: [] };
+}
+
+/** The promotion codes mapped to a partnership, in code order. */
+export async function promotionCodesOf(sql: Queryable, productId: string, partnershipId: string): Promise<string[]> {
+  const rows = await sql<{ code: string }[]>`
+    select code from stripe_promotion_codes
+    where product_id = ${productId} and partnership_id = ${partnershipId} order by code`;
+  return rows.map((row) => row.code);
+}

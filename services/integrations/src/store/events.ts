@@ -64,6 +64,8 @@ export interface AttemptRecord {
   nextAttemptAt: Date | null;
   /** The payments a waiting refund or dispute waits for. */
   awaitsPayment?: string[] | undefined;
+  /** The customer a waiting payment waits for (its customer.* or session event). */
+  awaitsCustomer?: string | undefined;
 }
 
 export async function recordAttempt(sql: Queryable, id: string, record: AttemptRecord): Promise<void> {
@@ -73,6 +75,7 @@ export async function recordAttempt(sql: Queryable, id: string, record: AttemptR
         tracking_event_id = coalesce(${record.trackingEventId ?? null}, tracking_event_id),
         commission_ids = ${record.commissionIds ?? []}::text[],
         next_attempt_at = ${record.nextAttemptAt}, awaits_payment = ${record.awaitsPayment ?? null},
+        awaits_customer = ${record.awaitsCustomer ?? null},
         attempts = attempts + 1
     where id = ${id}`;
 }
@@ -166,4 +169,32 @@ export async function lastReceivedAt(sql: Queryable, productId: string): Promise
   const [row] = await sql<{ at: Date | null }[]>`
     select max(received_at) as at from stripe_events where product_id = ${productId}`;
   return row?.at ?? null;
+}
+
+/** The payments waiting for this customer's own event, oldest received first: their ids. */
+export async function paymentsAwaitingCustomer(
+  sql: Queryable,
+  productId: string,
+  customerId: string,
+): Promise<string[]> {
+  const rows = await sql<{ id: string }[]>`
+    select id from stripe_events
+    where product_id = ${productId} and outcome = 'waiting' and awaits_customer = ${customerId}
+    order by received_at, id`;
+  return rows.map((row) => row.id);
+}
+
+/**
+ * The customer's own event was applied: the payments waiting for it are due at once, at their
+ * receipt (so they keep their order within the customer's group).
+ */
+export async function wakeCustomerWaiters(
+  sql: Queryable,
+  productId: string,
+  customerId: string,
+  now: Date,
+): Promise<void> {
+  await sql`
+    update stripe_events set next_attempt_at = least(received_at, ${now}), awaits_customer = null
+    where product_id = ${productId} and outcome = 'waiting' and awaits_customer = ${customerId}`;
 }

@@ -1,7 +1,7 @@
 import type { Queryable } from "@affiliate/platform";
 import { latestClicks, latestSignups, type Referral } from "../store/tracking-events.js";
 import type { PartnersDirectory } from "./ports.js";
-import type { Attribution, TrackingEventType } from "./types.js";
+import type { Attribution, AttributionMethod, ReferralSource, TrackingEventType } from "./types.js";
 
 const dayMs = 24 * 3600 * 1000;
 
@@ -10,10 +10,17 @@ export interface AttributionQuery {
   productId: string;
   type: TrackingEventType;
   referralCode?: string | undefined;
+  referralSource?: ReferralSource | undefined;
   visitorId?: string | undefined;
   customerEmail?: string | undefined;
   providerCustomerId?: string | undefined;
   occurredAt: Date;
+}
+
+/** The partnership an event is credited to, and how it was found. */
+export interface Credit {
+  attribution: Attribution;
+  method: AttributionMethod;
 }
 
 /**
@@ -48,6 +55,7 @@ export class BatchDirectory {
 /** An event of the batch that later events may be credited through. */
 interface EarlierEvent extends AttributionQuery {
   partnershipId: string;
+  method: AttributionMethod;
 }
 
 const later = (a: Referral | undefined, b: Referral | undefined) =>
@@ -73,6 +81,16 @@ export async function attributeInOrder(
   testMode: boolean,
   events: AttributionQuery[],
 ): Promise<(Attribution | undefined)[]> {
+  return (await creditInOrder(sql, partners, testMode, events)).map((credit) => credit?.attribution);
+}
+
+/** attributeInOrder, saying how each event was credited too (contract section 17). */
+export async function creditInOrder(
+  sql: Queryable,
+  partners: BatchDirectory,
+  testMode: boolean,
+  events: AttributionQuery[],
+): Promise<(Credit | undefined)[]> {
   const signupQueries = events.flatMap((e, position) =>
     e.type !== "click" && (e.providerCustomerId !== undefined || e.customerEmail !== undefined)
       ? [
@@ -109,45 +127,50 @@ export async function attributeInOrder(
   ]);
 
   const earlier: EarlierEvent[] = [];
-  const attributions: (Attribution | undefined)[] = [];
+  const credits: (Credit | undefined)[] = [];
   for (const [position, event] of events.entries()) {
-    const attribution = await attributeOne(event, {
+    const credit = await creditOne(event, {
       partners,
       signup: later(storedSignup.get(position), latestEarlierSignup(earlier, event)),
       click: later(storedClick.get(position), latestEarlierClick(earlier, event)),
     });
-    attributions.push(attribution);
+    credits.push(credit);
     // Only active partnerships take clicks (any other click is refused and not recorded).
-    const recorded = event.type !== "click" || attribution?.status === "active";
-    if (attribution && recorded) earlier.push({ ...event, partnershipId: attribution.partnershipId });
+    const recorded = event.type !== "click" || credit?.attribution.status === "active";
+    if (credit && recorded) {
+      earlier.push({ ...event, partnershipId: credit.attribution.partnershipId, method: credit.method });
+    }
   }
-  return attributions;
+  return credits;
 }
 
-async function attributeOne(
+async function creditOne(
   event: AttributionQuery,
   found: { partners: BatchDirectory; signup: Referral | undefined; click: Referral | undefined },
-): Promise<Attribution | undefined> {
+): Promise<Credit | undefined> {
   const { productId } = event;
   if (event.referralCode !== undefined) {
     const byCode = await found.partners.byReferralCode(productId, event.referralCode);
-    if (byCode || event.type === "click") return byCode;
+    if (byCode) return { attribution: byCode, method: event.referralSource ?? "link" };
+    if (event.type === "click") return undefined;
   }
   if (found.signup) {
     const bySignup = await found.partners.byPartnershipId(productId, found.signup.partnershipId);
-    if (bySignup) return bySignup;
+    if (bySignup) return { attribution: bySignup, method: found.signup.attribution ?? "signup" };
   }
   if (found.click) {
     const byClick = await found.partners.byPartnershipId(productId, found.click.partnershipId);
     const windowStart = event.occurredAt.getTime() - (byClick?.program.attributionWindowDays ?? 0) * dayMs;
-    if (byClick && found.click.occurredAt.getTime() >= windowStart) return byClick;
+    if (byClick && found.click.occurredAt.getTime() >= windowStart) return { attribution: byClick, method: "visitor" };
   }
   return undefined;
 }
 
 function latestEarlier(candidates: EarlierEvent[]): Referral | undefined {
   let latest: Referral | undefined;
-  for (const { partnershipId, occurredAt } of candidates) latest = later(latest, { partnershipId, occurredAt });
+  for (const { partnershipId, occurredAt, method } of candidates) {
+    latest = later(latest, { partnershipId, occurredAt, attribution: method });
+  }
   return latest;
 }
 

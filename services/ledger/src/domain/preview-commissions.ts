@@ -1,5 +1,6 @@
 import { DomainError, normalizeEmail } from "@affiliate/platform";
 import { recordedPayments } from "../store/payment-counters.js";
+import { findPaymentsByExternalIds } from "../store/tracking-events.js";
 import { attributeInOrder, BatchDirectory } from "./attribute.js";
 import { type CommissionDecision, decideCommissions, nextPayment, trackErrors } from "./rules.js";
 import { counterOf } from "./track-batch.js";
@@ -9,6 +10,8 @@ import type { TrackInput } from "./types.js";
 export interface CommissionPreview extends CommissionDecision {
   /** The partnership the payment would be credited to; null when none. */
   partnershipId: string | null;
+  /** A live payment with the input's external_id is recorded already (recording it would replay it). */
+  alreadyRecorded: boolean;
 }
 
 /**
@@ -23,6 +26,10 @@ export async function previewCommissions(deps: TrackDeps, input: TrackInput): Pr
   if (input.type !== "payment") throw DomainError.invalidField("type", "A preview is of a payment");
   if (input.testMode) throw DomainError.invalidField("test_mode", "A preview is of a live payment");
   const payment = { ...input, externalId: undefined };
+  const alreadyRecorded =
+    input.externalId !== undefined &&
+    (await findPaymentsByExternalIds(deps.sql, false, [{ productId: input.productId, externalId: input.externalId }]))
+      .length > 0;
   const errors = trackErrors(payment, now);
   if (Object.keys(errors).length > 0) throw new DomainError("invalid_argument", "Validation failed", errors);
 
@@ -30,7 +37,7 @@ export async function previewCommissions(deps: TrackDeps, input: TrackInput): Pr
   const customerEmail = payment.customerEmail === undefined ? undefined : normalizeEmail(payment.customerEmail);
   const partners = new BatchDirectory(deps.partners);
   const [attribution] = await attributeInOrder(deps.sql, partners, false, [{ ...payment, occurredAt, customerEmail }]);
-  if (!attribution) return { partnershipId: null, commissions: [], skipped: null };
+  if (!attribution) return { partnershipId: null, commissions: [], skipped: null, alreadyRecorded };
   const sponsor = attribution.activeSponsorPartnershipId
     ? await partners.byPartnershipId(payment.productId, attribution.activeSponsorPartnershipId)
     : undefined;
@@ -45,6 +52,7 @@ export async function previewCommissions(deps: TrackDeps, input: TrackInput): Pr
   const amountCents = payment.amountCents ?? 0;
   return {
     partnershipId: attribution.partnershipId,
+    alreadyRecorded,
     ...decideCommissions({ amountCents, occurredAt }, attribution, sponsor, nextPayment(recorded, occurredAt)),
   };
 }

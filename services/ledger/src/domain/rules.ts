@@ -41,6 +41,11 @@ export function trackErrors(input: TrackInput, now: Date): FieldErrors {
   optionalText("external_id", input.externalId, 255);
   optionalText("ip", input.ip, 64);
   optionalText("user_agent", input.userAgent, 1024);
+  optionalText("ip_hash", input.ipHash, 128);
+  if (input.referralSource !== undefined && input.referralCode === undefined) {
+    add("referral_source", "Only with a referral_code");
+  }
+  optionalText("referrer_host", input.referrerHost, 255);
   if (input.customerEmail !== undefined) {
     const email = normalizeEmail(input.customerEmail);
     if (!isValidEmail(email)) add("customer_email", "Invalid email address");

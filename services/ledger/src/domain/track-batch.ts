@@ -15,7 +15,7 @@ import {
   type StoredEvent,
   setCommissionSkipped,
 } from "../store/tracking-events.js";
-import { attributeInOrder, BatchDirectory } from "./attribute.js";
+import { BatchDirectory, type Credit, creditInOrder } from "./attribute.js";
 import { recordCommissionChange } from "./commission-changes.js";
 import { fraudFlagsOf, fraudVerdict } from "./fraud/check-events.js";
 import type { FraudFlag } from "./fraud/signals.js";
@@ -137,7 +137,7 @@ async function recordAll(deps: ModeDeps, events: Pending[], outcomes: TrackOutco
     return !original;
   });
 
-  const attributions = await attributeInOrder(
+  const credits = await creditInOrder(
     sql,
     deps.partners,
     testMode,
@@ -148,6 +148,7 @@ async function recordAll(deps: ModeDeps, events: Pending[], outcomes: TrackOutco
       visitorId: e.visitorId,
     })),
   );
+  const attributions = credits.map((credit) => credit?.attribution);
   // Sponsors asked for together too, before commissions are planned one by one.
   await Promise.all(
     attributions.map((a, i) =>
@@ -164,7 +165,7 @@ async function recordAll(deps: ModeDeps, events: Pending[], outcomes: TrackOutco
       outcomes[pending.position] = { error: new DomainError("not_found", "Unknown referral code") };
       continue;
     }
-    const row = eventRow(pending, attribution);
+    const row = eventRow(pending, credits[i]);
     const sponsor = attribution?.activeSponsorPartnershipId
       ? await deps.partners.byPartnershipId(row.productId, attribution.activeSponsorPartnershipId)
       : undefined;
@@ -193,8 +194,9 @@ async function recordAll(deps: ModeDeps, events: Pending[], outcomes: TrackOutco
   }
 }
 
-function eventRow(pending: Pending, attribution: Attribution | undefined): EventRow {
+function eventRow(pending: Pending, credit: Credit | undefined): EventRow {
   const { input } = pending;
+  const attribution = credit?.attribution;
   return {
     id: newId("evt"),
     productId: input.productId,
@@ -208,6 +210,8 @@ function eventRow(pending: Pending, attribution: Attribution | undefined): Event
     ip: input.ip ?? null,
     userAgent: input.userAgent ?? null,
     ipHash: input.ipHash ?? null,
+    referrerHost: input.referrerHost ?? null,
+    attribution: credit?.method ?? null,
     occurredAt: pending.occurredAt,
   };
 }

@@ -10,12 +10,24 @@ export type CommissionStatus = "pending" | "approved" | "paid" | "rejected" | "r
  */
 export type HoldReason = "dispute" | "review";
 export type Period = "7d" | "30d" | "90d" | "12m";
+/**
+ * How an event found its partnership (contract section 17): a referral code sent with it
+ * (`link`), Stripe metadata (`metadata`), a mapped promotion code (`coupon`), the visitor's click
+ * (`visitor`); a payment credited through the customer's signup carries the signup's, or `signup`
+ * when that signup predates the record of methods.
+ */
+export type AttributionMethod = "link" | "metadata" | "coupon" | "visitor" | "signup";
+/** Where an event's referral code came from, as its reporter says (the API's is `link`). */
+export type ReferralSource = "link" | "metadata" | "coupon";
+export const referralSources: readonly ReferralSource[] = ["link", "metadata", "coupon"];
 
 export interface TrackInput {
   productId: string;
   testMode: boolean;
   type: TrackingEventType;
   referralCode?: string | undefined;
+  /** Where referralCode came from (default `link`): Stripe metadata, a promotion code. */
+  referralSource?: ReferralSource | undefined;
   visitorId?: string | undefined;
   customerEmail?: string | undefined;
   providerCustomerId?: string | undefined;
@@ -24,8 +36,10 @@ export interface TrackInput {
   occurredAt?: Date | undefined;
   ip?: string | undefined;
   userAgent?: string | undefined;
-  /** A keyed hash of the click's address (never the address), from the gateway's referral links. */
+  /** Clicks the gateway records itself: a keyed hash of the visitor's address, never the address. */
   ipHash?: string | undefined;
+  /** Clicks: the referring page's host. */
+  referrerHost?: string | undefined;
   /** The trace of the call that reported the event, when it came in a batch of several calls. */
   traceContext?: Record<string, string> | undefined;
 }
@@ -109,6 +123,8 @@ export interface Commission {
   flags: FraudFlag[];
   /** The merchant's decision on it once flagged; null until decided. */
   review: CommissionReview | null;
+  /** How its payment found the partnership; null for payments recorded before methods were kept. */
+  attribution: AttributionMethod | null;
 }
 
 export type ReviewDecision = "approve" | "reject";

@@ -15,7 +15,8 @@ const commissionColumns = (sql: Queryable) => sql`
   c.original_amount_cents, c.status, c.hold_until, c.referral_code, e.customer_email,
   c.payment_amount_cents, c.payment_occurred_at, c.payout_id, c.reason, c.hold_reason, c.created_at,
   c.rule_source, c.rule_type, c.rule_rate_bps, c.rule_flat_cents, c.rule_payment_number, c.rule_first_payment_at,
-  c.flags, c.review_decision, c.review_note, c.review_key, c.reviewed_at`;
+  c.flags, c.review_decision, c.review_note, c.review_key, c.reviewed_at,
+  e.attribution`;
 
 /** A commission as its columns read: the frozen rule and the review in columns of their own. */
 type CommissionRow = Omit<Commission, "rule" | "flags" | "review"> & {

@@ -1,6 +1,6 @@
 import type { Queryable } from "@affiliate/platform";
 import type { FraudFlag } from "../domain/fraud/signals.js";
-import type { CommissionSkipped, CommissionSummary, TrackingEventType } from "../domain/types.js";
+import type { AttributionMethod, CommissionSkipped, CommissionSummary, TrackingEventType } from "../domain/types.js";
 
 /** Live events and sandbox events have the same shape and live in separate tables. */
 export const eventsTable = (testMode: boolean) => (testMode ? "sandbox_events" : "tracking_events");
@@ -17,8 +17,11 @@ export interface EventRow {
   externalId: string | null;
   ip: string | null;
   userAgent: string | null;
-  /** A keyed hash of the click's address (live clicks through referral links); never the address. */
+  /** A click's keyed address hash and referring host (contract section 17); null otherwise. */
   ipHash: string | null;
+  referrerHost: string | null;
+  /** How the event found its partnership; null when unattributed. */
+  attribution: AttributionMethod | null;
   occurredAt: Date;
 }
 
@@ -33,7 +36,7 @@ export interface StoredEvent extends EventRow {
 /** A stored event's columns, as EventRow names them. */
 const eventColumns = (sql: Queryable) => sql`
   id, product_id, event_type, partnership_id, visitor_id, customer_email, provider_customer_id, amount_cents,
-  external_id, ip, user_agent, occurred_at, commission_skipped`;
+  external_id, ip, user_agent, ip_hash, referrer_host, attribution, occurred_at, commission_skipped`;
 
 /**
  * Inserts the events with one statement, except payments whose external_id is already recorded
@@ -64,10 +67,12 @@ export async function insertEventsUnlessReplay(
         external_id: event.externalId,
         ip: event.ip,
         user_agent: event.userAgent,
+        ip_hash: event.ipHash,
+        referrer_host: event.referrerHost,
+        attribution: event.attribution,
         occurred_at: event.occurredAt,
       };
       if (!testMode) {
-        columns.ip_hash = event.ipHash;
         columns.flags = event.flags && event.flags.length > 0 ? sql.json(event.flags as never) : null;
       }
       if (testMode) {
@@ -116,6 +121,8 @@ export async function findPaymentsByExternalIds(
 export interface Referral {
   partnershipId: string;
   occurredAt: Date;
+  /** A signup's own method (a payment credited through it carries it); null for older signups. */
+  attribution?: AttributionMethod | null;
 }
 
 /**
@@ -130,19 +137,19 @@ export async function latestSignups(
   if (queries.length === 0) return [];
   const table = sql(eventsTable(testMode));
   const rows = await sql<(Referral & { position: number })[]>`
-    select q.position, s.partnership_id, s.occurred_at
+    select q.position, s.partnership_id, s.occurred_at, s.attribution
     from unnest(${queries.map((_, i) => i)}::int[], ${queries.map((q) => q.productId)}::text[],
                 ${queries.map((q) => q.providerCustomerId)}::text[], ${queries.map((q) => q.customerEmail)}::text[],
                 ${queries.map((q) => q.before.toISOString())}::timestamptz[])
       as q (position, product_id, provider_customer_id, customer_email, before)
     cross join lateral (
-      select partnership_id, occurred_at from (
-        (select partnership_id, occurred_at from ${table}
+      select partnership_id, occurred_at, attribution from (
+        (select partnership_id, occurred_at, attribution from ${table}
          where product_id = q.product_id and event_type = 'signup' and provider_customer_id = q.provider_customer_id
            and occurred_at <= q.before and partnership_id is not null
          order by occurred_at desc limit 1)
         union all
-        (select partnership_id, occurred_at from ${table}
+        (select partnership_id, occurred_at, attribution from ${table}
          where product_id = q.product_id and event_type = 'signup' and customer_email = q.customer_email
            and occurred_at <= q.before and partnership_id is not null
          order by occurred_at desc limit 1)

@@ -1,15 +1,28 @@
 import type { TransactionSql } from "@affiliate/platform";
 import { DomainError, newId, type Sql } from "@affiliate/platform";
 import { outbox } from "../events/outbox.js";
-import { insertKey, insertProduct, lockProductOrThrow, revokeKeys } from "../store/products.js";
+import { activePublishableKeys, insertKey, insertProduct, lockProductOrThrow, revokeKeys } from "../store/products.js";
 import { generateKey, hashKey } from "./rules.js";
-import type { IssuedKeys, Product } from "./types.js";
+import type { IssuedKeys, Product, PublishableKeys } from "./types.js";
+
+async function issuePublishableKeys(tx: TransactionSql, productId: string, now: Date): Promise<PublishableKeys> {
+  const keys = { publishableKey: generateKey("publishable_live"), testPublishableKey: generateKey("publishable_test") };
+  const publishable = [
+    ["publishable_live", keys.publishableKey],
+    ["publishable_test", keys.testPublishableKey],
+  ] as const;
+  for (const [mode, key] of publishable) {
+    await insertKey(tx, { productId, mode, hash: hashKey(key), publishableKey: key });
+  }
+  return { ...keys, createdAt: now };
+}
 
 async function issueKeys(tx: TransactionSql, productId: string): Promise<IssuedKeys> {
-  const keys = { secretKey: generateKey("live"), testSecretKey: generateKey("test") };
-  await insertKey(tx, { productId, mode: "live", hash: hashKey(keys.secretKey) });
-  await insertKey(tx, { productId, mode: "test", hash: hashKey(keys.testSecretKey) });
-  return keys;
+  const secret = { secretKey: generateKey("live"), testSecretKey: generateKey("test") };
+  await insertKey(tx, { productId, mode: "live", hash: hashKey(secret.secretKey) });
+  await insertKey(tx, { productId, mode: "test", hash: hashKey(secret.testSecretKey) });
+  const { publishableKey, testPublishableKey } = await issuePublishableKeys(tx, productId, new Date());
+  return { ...secret, publishableKey, testPublishableKey };
 }
 
 /** Creates a product with the default program and a fresh live/test key pair. */
@@ -35,5 +48,32 @@ export async function rotateKeys(sql: Sql, productId: string): Promise<{ product
     const keys = await issueKeys(tx, productId);
     await outbox.productKeysRotated(tx, productId);
     return { product, keys };
+  });
+}
+
+/**
+ * The product's publishable keys. A product made before they existed gets its pair on the first
+ * read (under the product's lock, so two first reads agree on one pair).
+ */
+export async function getPublishableKeys(sql: Sql, productId: string): Promise<PublishableKeys> {
+  const current = await activePublishableKeys(sql, productId);
+  if (current) return current;
+  return sql.begin(async (tx) => {
+    await lockProductOrThrow(tx, productId);
+    return (await activePublishableKeys(tx, productId)) ?? issuePublishableKeys(tx, productId, new Date());
+  });
+}
+
+/**
+ * Revokes the product's publishable keys and issues a new pair; the secret keys are untouched.
+ * The ProductKeysRotated event commits with the change, so every gateway evicts the old pair.
+ */
+export async function rotatePublishableKeys(sql: Sql, productId: string): Promise<PublishableKeys> {
+  return sql.begin(async (tx) => {
+    await lockProductOrThrow(tx, productId);
+    await revokeKeys(tx, productId, "publishable");
+    const keys = await issuePublishableKeys(tx, productId, new Date());
+    await outbox.productKeysRotated(tx, productId);
+    return keys;
   });
 }

@@ -179,9 +179,14 @@ export function commissionOverrideErrors(override: CommissionOverride): FieldErr
   return errors;
 }
 
-const keyPrefix: Record<KeyMode, string> = { live: "sk_live_", test: "sk_test_" };
+const keyPrefix: Record<KeyMode, string> = {
+  live: "sk_live_",
+  test: "sk_test_",
+  publishable_live: "pk_live_",
+  publishable_test: "pk_test_",
+};
 
-/** A new secret key: the mode's prefix and 192 random bits. */
+/** A new key: the mode's prefix and 192 random bits. */
 export function generateKey(mode: KeyMode): string {
   return keyPrefix[mode] + randomBytes(24).toString("base64url");
 }

@@ -5,7 +5,7 @@ import type { FraudSettings } from "@affiliate/platform";
 export const partnershipStatuses = ["active", "pending", "rejected", "removed"] as const;
 export type PartnershipStatus = (typeof partnershipStatuses)[number];
 
-export type KeyMode = "live" | "test";
+export type KeyMode = "live" | "test" | "publishable_live" | "publishable_test";
 
 export interface Product {
   id: string;
@@ -112,4 +112,21 @@ export interface RegistrationResult {
 export interface IssuedKeys {
   secretKey: string;
   testSecretKey: string;
+  publishableKey: string;
+  testPublishableKey: string;
+}
+
+/** A product's publishable keys: public by design, so they can be read again. */
+export interface PublishableKeys {
+  publishableKey: string;
+  testPublishableKey: string;
+  createdAt: Date;
+}
+
+/** Where a referral link leads: its active partnership, product and the program's link template. */
+export interface ReferralLink {
+  productId: string;
+  partnershipId: string;
+  referralCode: string;
+  referralUrlTemplate: string | null;
 }

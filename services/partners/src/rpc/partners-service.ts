@@ -37,9 +37,11 @@ import { authenticate } from "../domain/authenticate.js";
 import { bulkRegisterAffiliates } from "../domain/bulk-register-affiliates.js";
 import { listPartnershipsPage } from "../domain/list-partnerships.js";
 import { deletePayoutMethod, getPayoutMethod, revealPayoutMethods, setPayoutMethod } from "../domain/payout-methods.js";
+import { getPublishableKeys, rotatePublishableKeys } from "../domain/products.js";
 import { registerAffiliate } from "../domain/register-affiliate.js";
 import { resolveAttribution } from "../domain/resolve-attribution.js";
-import type { Registration } from "../domain/types.js";
+import { resolveReferralLink } from "../domain/resolve-referral-link.js";
+import type { PublishableKeys, Registration } from "../domain/types.js";
 import { updatePartnership } from "../domain/update-partnership.js";
 import { updateProgram } from "../domain/update-program.js";
 import { countPartnerships, getPartnershipOrThrow, getPartnershipsByIds } from "../store/partnerships.js";
@@ -67,6 +69,12 @@ const issuedTokenToProto = (issued: { token: string; expiresAt: Date }) => ({
   expiresAt: timestampFromDate(issued.expiresAt),
 });
 
+const publishableKeysToProto = (keys: PublishableKeys) => ({
+  publishableKey: keys.publishableKey,
+  testPublishableKey: keys.testPublishableKey,
+  createdAt: timestampFromDate(keys.createdAt),
+});
+
 /** Thin handlers: decode, call one use case, encode. Errors are mapped by the server's interceptor. */
 export function createPartnersService({
   sql,
@@ -79,6 +87,19 @@ export function createPartnersService({
     async authenticate(req) {
       const key = await authenticate(sql, req.apiKey);
       return { productId: key.productId, mode: keyModeToProto[key.mode] };
+    },
+
+    async getPublishableKeys(req) {
+      return { keys: publishableKeysToProto(await getPublishableKeys(sql, req.productId)) };
+    },
+
+    async rotatePublishableKeys(req) {
+      return { keys: publishableKeysToProto(await rotatePublishableKeys(sql, req.productId)) };
+    },
+
+    async resolveReferralLink(req) {
+      const link = await resolveReferralLink(sql, req.referralCode);
+      return { ...link, referralUrlTemplate: link.referralUrlTemplate ?? "" };
     },
 
     async getProgram(req) {

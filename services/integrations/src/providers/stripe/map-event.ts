@@ -32,9 +32,36 @@ const present = (value: string | null | undefined) => (value ? value : undefined
 function referralOf(...metadatas: (Record<string, string> | null | undefined)[]): Referral | undefined {
   for (const metadata of metadatas) {
     const code = metadata?.[referralMetadataKey]?.trim();
-    if (code) return { referralCode: code };
+    if (code) return { referralCode: code, source: "metadata" };
   }
   return undefined;
+}
+
+/**
+ * The promotion codes an invoice's or session's discounts used, as ids (promo_…) and, when the
+ * payload expanded them, as the codes customers type: whichever the merchant mapped matches.
+ * Stripe puts them in several places across API versions; every one is read.
+ */
+function promotionCodesOf(object: Record<string, unknown>): string[] {
+  const found = new Set<string>();
+  const add = (value: unknown) => {
+    if (typeof value === "string" && value !== "") found.add(value);
+    else if (value && typeof value === "object") {
+      const { id, code } = value as { id?: unknown; code?: unknown };
+      if (typeof id === "string" && id !== "") found.add(id);
+      if (typeof code === "string" && code !== "") found.add(code);
+    }
+  };
+  const fromDiscount = (discount: unknown) => {
+    if (discount && typeof discount === "object") add((discount as { promotion_code?: unknown }).promotion_code);
+  };
+  fromDiscount(object.discount);
+  for (const discount of Array.isArray(object.discounts) ? object.discounts : []) fromDiscount(discount);
+  const breakdown = (object.total_details as { breakdown?: { discounts?: unknown } } | null | undefined)?.breakdown;
+  for (const entry of Array.isArray(breakdown?.discounts) ? breakdown.discounts : []) {
+    fromDiscount((entry as { discount?: unknown } | null)?.discount);
+  }
+  return [...found];
 }
 
 /**
@@ -44,7 +71,7 @@ function referralOf(...metadatas: (Record<string, string> | null | undefined)[])
 function clientReferral(reference: string | null | undefined): Referral | undefined {
   if (!reference) return undefined;
   if (reference.startsWith("vis_")) return { visitorId: reference };
-  return referralCodePattern.test(reference) ? { referralCode: reference } : undefined;
+  return referralCodePattern.test(reference) ? { referralCode: reference, source: "link" } : undefined;
 }
 
 /**
@@ -89,11 +116,17 @@ export function commandOf(event: StripeEvent): ProviderCommand {
     case "customer.updated": {
       const customer = customerSchema.parse(object);
       const referral = referralOf(customer.metadata);
-      if (!referral)
-        return { kind: "ignore", detail: `Customer ${customer.id} has no metadata.${referralMetadataKey}` };
+      if (!referral) {
+        return {
+          kind: "ignore",
+          detail: `Customer ${customer.id} has no metadata.${referralMetadataKey}`,
+          customerId: customer.id,
+        };
+      }
       return {
         kind: "signup",
         referral,
+        promotionCodes: [],
         customerId: customer.id,
         email: present(customer.email),
         occurredAt: dateOf(customer.created, received),
@@ -102,17 +135,26 @@ export function commandOf(event: StripeEvent): ProviderCommand {
     case "checkout.session.completed":
     case "checkout.session.async_payment_succeeded": {
       const session = checkoutSessionSchema.parse(object);
+      // A promotion code beats a visitor's cookie (contract section 17): the session's own
+      // client_reference_id is used only when no mapped code attributes it (decided in apply).
       const referral = referralOf(session.metadata) ?? clientReferral(session.client_reference_id);
+      const promotionCodes = promotionCodesOf(object);
       const customer = {
         customerId: session.customer,
         email: present(session.customer_details?.email) ?? present(session.customer_email),
       };
       if (session.subscription || session.invoice || session.mode === "subscription") {
-        if (!referral) return { kind: "ignore", detail: `Session ${session.id} is paid by its invoice; no referral` };
         if (!customer.customerId) {
           return { kind: "ignore", detail: `Session ${session.id} is paid by its invoice and names no customer` };
         }
-        return { kind: "signup", referral, ...customer, occurredAt: dateOf(session.created, received) };
+        if (!referral && promotionCodes.length === 0) {
+          return {
+            kind: "ignore",
+            detail: `Session ${session.id} is paid by its invoice; no referral`,
+            customerId: customer.customerId,
+          };
+        }
+        return { kind: "signup", referral, promotionCodes, ...customer, occurredAt: dateOf(session.created, received) };
       }
       if (session.payment_status !== "paid") {
         return {
@@ -130,6 +172,7 @@ export function commandOf(event: StripeEvent): ProviderCommand {
         currency: session.currency,
         occurredAt: received,
         referral,
+        promotionCodes,
         aliases: [],
         ...customer,
       };
@@ -152,6 +195,7 @@ export function commandOf(event: StripeEvent): ProviderCommand {
           invoice.parent?.subscription_details?.metadata,
           invoice.subscription_details?.metadata,
         ),
+        promotionCodes: promotionCodesOf(object),
         aliases: [...new Set(paymentIntents)],
         customerId: invoice.customer,
         email: present(invoice.customer_email),
