@@ -307,6 +307,18 @@ export function createResources(call: Call) {
       },
     },
 
+    /** The merchant console's sessions (contract section 19). */
+    console: {
+      sessions: {
+        /** Trades the secret key for a short-lived session token (`cst_…`): pass it as `consoleToken`. */
+        open: endpoint("openConsoleSession", (body: Body<"openConsoleSession"> = {}, options?: CallOptions) =>
+          call("openConsoleSession", { body, ...options }),
+        ),
+        /** Ends the session the client is signed in with. */
+        close: endpoint("closeConsoleSession", (options?: CallOptions) => call("closeConsoleSession", { ...options })),
+      },
+    },
+
     /** Probes and the document; no key needed. */
     operations: {
       healthz: endpoint("healthz", (options?: CallOptions) => call("healthz", { ...options })),

@@ -35,6 +35,9 @@ export async function describeApi(): Promise<OpenApiDocument> {
       TRACK_COALESCE_MAX_EVENTS: 1,
       TRUST_PROXY: [],
     },
+    // The portal's and the console's pages are not operations: the document needs none of their files.
+    portal: new Map(),
+    console: new Map(),
     keyCache: new KeyCache({
       resolve: async () => {
         throw new Error("describeApi serves no request");
