@@ -204,7 +204,10 @@ function partnershipDetail(context: ScreenContext, id: string): HTMLElement {
   const loadPayoutMethod = async () => {
     try {
       const { data } = await context.client.affiliates.payoutMethod(id);
-      const where = data.type === "paypal" ? `PayPal ${data.email ?? ""}` : `Wise ${data.account_holder_name ?? ""} ${data.iban ?? data.email ?? ""}`;
+      const where =
+        data.type === "paypal"
+          ? `PayPal ${data.email ?? ""}`
+          : `Wise ${data.account_holder_name ?? ""} ${data.iban ?? data.email ?? ""}`;
       fill(payoutMethod, `${where.trim()} (set ${formatDate(data.updated_at)})`);
     } catch (error) {
       if (error instanceof NotFoundError) fill(payoutMethod, "None set: their payouts are left out of provider files");

@@ -212,7 +212,8 @@ function payoutFiles(context: ScreenContext, status: StatusLine, changed: () => 
     const name = `payouts-${chosen}-${new Date().toISOString().slice(0, 10)}.csv`;
     download(name, file);
     // The platform's CSV lists every approved payout; those no provider file can pay say why.
-    const everything = chosen === "csv" ? file : await attempt(context, status, () => context.client.payouts.export({ format: "csv" }));
+    const everything =
+      chosen === "csv" ? file : await attempt(context, status, () => context.client.payouts.export({ format: "csv" }));
     const left = everything === undefined ? [] : skippedPayouts(everything);
     status.ok(
       `Downloaded ${name}: upload it to ${chosen === "wise" ? "Wise" : chosen === "paypal" ? "PayPal" : "your bank or provider"}, pay it there, then import the result below.${left.length > 0 ? ` ${left.length} approved payout(s) are not in it (see below).` : ""}`,
@@ -223,7 +224,15 @@ function payoutFiles(context: ScreenContext, status: StatusLine, changed: () => 
         ? null
         : table(
             ["Payout", "Amount", "Why it is not in the file"],
-            left.map((row) => h("tr", { class: "skipped-payout" }, cell(h("code", {}, row.payoutId)), amountCell(`${row.amount} ${row.currency.toUpperCase()}`), cell(row.reason))),
+            left.map((row) =>
+              h(
+                "tr",
+                { class: "skipped-payout" },
+                cell(h("code", {}, row.payoutId)),
+                amountCell(`${row.amount} ${row.currency.toUpperCase()}`),
+                cell(row.reason),
+              ),
+            ),
             "",
             "Approved payouts left out",
           ),
@@ -268,7 +277,15 @@ function payoutFiles(context: ScreenContext, status: StatusLine, changed: () => 
         result,
         table(
           ["Line", "Payout", "Outcome"],
-          data.lines.map((line) => h("tr", { class: "import-line" }, cell(String(line.line)), cell(h("code", {}, line.payout_id)), cell(badge(line.outcome)))),
+          data.lines.map((line) =>
+            h(
+              "tr",
+              { class: "import-line" },
+              cell(String(line.line)),
+              cell(h("code", {}, line.payout_id)),
+              cell(badge(line.outcome)),
+            ),
+          ),
           "The file listed no payout.",
         ),
       );
@@ -281,7 +298,9 @@ function payoutFiles(context: ScreenContext, status: StatusLine, changed: () => 
           h(
             "ul",
             { class: "refused-lines" },
-            ...Object.entries(error.fieldErrors).map(([line, messages]) => h("li", {}, `${label(line)}: ${messages.join("; ")}`)),
+            ...Object.entries(error.fieldErrors).map(([line, messages]) =>
+              h("li", {}, `${label(line)}: ${messages.join("; ")}`),
+            ),
           ),
         );
         return;
@@ -293,12 +312,22 @@ function payoutFiles(context: ScreenContext, status: StatusLine, changed: () => 
 
   return section(
     "Pay with a file",
-    h("p", {}, "Export the approved payouts as the file your payment provider takes, pay it there, then import the provider's result file to mark each payout paid or failed."),
+    h(
+      "p",
+      {},
+      "Export the approved payouts as the file your payment provider takes, pay it there, then import the provider's result file to mark each payout paid or failed.",
+    ),
     h("h3", {}, "1. Export"),
     h("div", { class: "toolbar" }, field("File format", format), exportButton),
     skipped,
     h("h3", {}, "2. Import the result"),
-    h("div", { class: "toolbar" }, field("Result file", fileInput), field("Result file format", importFormat), importButton),
+    h(
+      "div",
+      { class: "toolbar" },
+      field("Result file", fileInput),
+      field("Result file format", importFormat),
+      importButton,
+    ),
     result,
   );
 }
