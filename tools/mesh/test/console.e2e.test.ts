@@ -277,7 +277,7 @@ describe("the merchant console in a browser", () => {
 
       // A result file naming a payout the program does not have: refused by line, nothing applied.
       const importFile = (name: string, text: string) =>
-        page.getByLabel("Result file").setInputFiles({ name, mimeType: "text/csv", buffer: Buffer.from(text) });
+        page.getByLabel("Result file", { exact: true }).setInputFiles({ name, mimeType: "text/csv", buffer: Buffer.from(text) });
       const importIt = async () => {
         await page.getByRole("button", { name: "Import results" }).click();
         await page.getByRole("dialog").getByRole("button", { name: "Import results" }).click();
