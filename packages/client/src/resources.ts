@@ -166,6 +166,10 @@ export function createResources(call: Call) {
       update: endpoint("updateCommission", (id: string, body: Body<"updateCommission">, options?: CallOptions) =>
         call("updateCommission", { params: { id }, body, ...options }),
       ),
+      /** Decides a commission held for review (`hold_reason: review`): approve or reject, with a note. */
+      review: endpoint("reviewCommission", (id: string, body: Body<"reviewCommission">, options?: CallOptions) =>
+        call("reviewCommission", { params: { id }, body, ...options }),
+      ),
       preview: endpoint("previewCommissions", (body: Body<"previewCommissions">, options?: CallOptions) =>
         call("previewCommissions", { body, ...options }),
       ),

@@ -15,7 +15,7 @@ import { createProduct, eventually, runTool, startTestMesh } from "./helpers.js"
  * the whole mesh, as a merchant runs a program day to day: sign in with the secret key, approve a
  * pending affiliate, generate and approve payouts, export them as PayPal's file and import the
  * result (a wrong file refused by line, the right one once), find the failing webhook endpoint and its last
- * error down to each attempt, retry a failed Stripe event; and, once the keys are rotated, be sent
+ * error down to each attempt, retry a failed Stripe event, decide a commission the fraud check held; and, once the keys are rotated, be sent
  * back to sign-in with a message instead of a broken page. Nothing is loaded from anywhere but the
  * gateway and the Content-Security-Policy refuses nothing. Screenshots at 1280 and 375 px go to
  * artifacts/console/ (CONSOLE_ARTIFACTS to put them elsewhere); docs/console-*.png are copies.
@@ -41,6 +41,8 @@ const made = {
   webhookId: "",
   refusedPort: 0,
   stripeEventId: `evt_${randomBytes(8).toString("hex")}`,
+  reviewedEmail: `${unique("reviewed")}@example.com`,
+  flaggedId: "",
 };
 
 async function api(method: string, path: string, body?: unknown) {
@@ -129,6 +131,25 @@ beforeAll(async () => {
     });
     expect(paid.status, JSON.stringify(paid.json)).toBe(201);
   }
+
+  // A self-referred payment (the customer is the affiliate): held for review by the fraud check.
+  expect((await api("PATCH", "/api/v1/program", { fraud: { self_referral: "flag" } })).status).toBe(200);
+  const reviewedId = await register(made.reviewedEmail);
+  expect((await api("PATCH", `/api/v1/affiliates/${reviewedId}`, { status: "active" })).status).toBe(200);
+  const reviewedCode = (await api("GET", `/api/v1/affiliates/${reviewedId}`)).json.data.referral_code;
+  const selfReferred = await api("POST", "/events", {
+    type: "payment",
+    referral_code: reviewedCode,
+    amount_cents: 5000,
+    external_id: unique("ch"),
+    customer_email: made.reviewedEmail,
+  });
+  expect(selfReferred.status, JSON.stringify(selfReferred.json)).toBe(201);
+  made.flaggedId = selfReferred.json.data.commissions[0].id;
+  await eventually(async () => {
+    const held = (await api("GET", `/api/v1/commissions/${made.flaggedId}`)).json.data;
+    expect(held.hold_reason).toBe("review");
+  }, 30_000);
 
   // A Stripe event that fails: an invoice in another currency than the program's.
   const connected = await api("PUT", "/api/v1/integrations/stripe", { webhook_secret: stripeSecret });
@@ -221,7 +242,7 @@ const namelessControlsScript = `[...document.querySelectorAll("button, input, se
   .map((element) => element.outerHTML.slice(0, 120))`;
 
 describe("the merchant console in a browser", () => {
-  it("signs in, approves an applicant, generates, approves, exports and imports a payout, finds the failing webhook and its error, retries a failed Stripe event", async () => {
+  it("signs in, approves an applicant, generates, approves, exports and imports a payout, finds the failing webhook and its error, retries a failed Stripe event, reviews a flagged commission", async () => {
     const { context, page, requests, problems } = await openBrowser(1280);
     try {
       await signIn(page);
@@ -229,8 +250,8 @@ describe("the merchant console in a browser", () => {
       expect(await page.evaluate<number>("sessionStorage.length + localStorage.length + document.cookie.length")).toBe(
         0,
       );
-      await settled(() => page.locator('[data-kpi="conversions"] .kpi-value').textContent()).toBe("2");
-      expect(await page.locator('[data-kpi="revenue"] .kpi-value').textContent()).toBe("$323.45");
+      await settled(() => page.locator('[data-kpi="conversions"] .kpi-value').textContent()).toBe("3");
+      expect(await page.locator('[data-kpi="revenue"] .kpi-value').textContent()).toBe("$373.45");
 
       // Affiliates: the applicant waits in the queue; approving makes them active.
       await open(page, "Affiliates");
@@ -277,7 +298,9 @@ describe("the merchant console in a browser", () => {
 
       // A result file naming a payout the program does not have: refused by line, nothing applied.
       const importFile = (name: string, text: string) =>
-        page.getByLabel("Result file", { exact: true }).setInputFiles({ name, mimeType: "text/csv", buffer: Buffer.from(text) });
+        page
+          .getByLabel("Result file", { exact: true })
+          .setInputFiles({ name, mimeType: "text/csv", buffer: Buffer.from(text) });
       const importIt = async () => {
         await page.getByRole("button", { name: "Import results" }).click();
         await page.getByRole("dialog").getByRole("button", { name: "Import results" }).click();
@@ -322,6 +345,20 @@ describe("the merchant console in a browser", () => {
       await settled(() => stripeRow.locator(".detail").textContent()).toContain("EUR");
       await stripeRow.getByRole("button", { name: `Retry Stripe event ${made.stripeEventId}` }).click();
       await settled(() => statusText(page)).toContain(`Retried ${made.stripeEventId}: failed`);
+
+      // Commissions: the self-referred one waits in the review queue with its signal; approve it.
+      await open(page, "Commissions");
+      const flagged = page.locator(`[data-review="${made.flaggedId}"]`);
+      await settled(() => flagged.locator(".flag").first().textContent()).toMatch(/^self referral: /);
+      await flagged.getByLabel(`Note on commission ${made.flaggedId}`).fill("Known customer, checked by hand");
+      await flagged.getByRole("button", { name: `Approve flagged commission ${made.flaggedId}` }).click();
+      await settled(() => statusText(page)).toBe("Approved $10.00 after review.");
+      const reviewed = (await api("GET", `/api/v1/commissions/${made.flaggedId}`)).json.data;
+      expect([reviewed.review?.decision, reviewed.review?.note]).toEqual([
+        "approve",
+        "Known customer, checked by hand",
+      ]);
+      await settled(() => page.locator(`[data-review="${made.flaggedId}"]`).count()).toBe(0);
 
       expect(await page.evaluate<string[]>(namelessControlsScript)).toEqual([]);
       expect(requests.filter((url) => !url.startsWith(`${mesh.gatewayUrl}/`))).toEqual([]);

@@ -1,6 +1,6 @@
 /**
  * Commissions: every commission with filters (status, affiliate, payout), approve one before its
- * hold ends or reject it. The fraud review queue joins this screen once the API offers it.
+ * hold ends or reject it; and the review queue: commissions a fraud signal held, decided here.
  */
 import type { ItemOf } from "@affiliate/client";
 import { attempt, type Screen, type ScreenContext } from "../context.js";
@@ -75,15 +75,96 @@ export const commissionsScreen: Screen = (context) => {
     void load();
   });
 
+  const queue = h("div", { class: "review-queue" }, h("p", { class: "loading" }, "Loading…"));
+  const loadQueue = async () => {
+    const page = await attempt(context, status, () => context.client.commissions.list({ flagged: "true", limit: 50 }));
+    if (!page) return;
+    fill(
+      queue,
+      table(
+        ["Commission", "Affiliate", "Amount", "Signals", "Decide"],
+        page.data.map((commission) =>
+          reviewRow(context, status, commission, () => void Promise.all([loadQueue(), load()])),
+        ),
+        "Nothing waits for review.",
+      ),
+    );
+  };
+
+  void loadQueue();
   void load();
   return h(
     "div",
     { class: "screen" },
     h("h1", {}, "Commissions"),
     status.element,
+    section(
+      "Review queue",
+      h("p", {}, "Commissions a fraud signal held: they are not approved or paid until you decide."),
+      queue,
+    ),
     section("Commissions", form, list, more),
   );
 };
+
+/** A flagged commission with its signals and their evidence, and the decision with a note. */
+function reviewRow(context: ScreenContext, status: StatusLine, commission: Commission, decided: () => void) {
+  const amount = money(commission.amount_cents, context.currency);
+  const note = h("input", {
+    type: "text",
+    class: "reference",
+    placeholder: "Note",
+    "aria-label": `Note on commission ${commission.id}`,
+  });
+  const decide = (decision: "approve" | "reject") => async () => {
+    if (
+      decision === "reject" &&
+      !(await confirmAction({
+        title: `Reject the flagged commission of ${amount}?`,
+        consequence: `${commission.affiliate.email} will not be paid it; your decision and note are kept with the commission.`,
+        confirm: "Reject commission",
+      }))
+    )
+      return;
+    const done = await attempt(
+      context,
+      status,
+      () => context.client.commissions.review(commission.id, { decision, note: note.value.trim() }),
+      decision === "approve" ? `Approved ${amount} after review.` : `Rejected ${amount} after review.`,
+    );
+    if (done) decided();
+  };
+  return h(
+    "tr",
+    { "data-review": commission.id },
+    cell(h("code", {}, commission.id)),
+    cell(commission.affiliate.email, h("span", { class: "sub" }, commission.customer_email ?? "")),
+    amountCell(amount),
+    cell(
+      ...commission.flags.map((flag) =>
+        h(
+          "span",
+          { class: "sub flag" },
+          `${flag.signal.replaceAll("_", " ")}: ${Object.entries(flag.evidence)
+            .map(([name, value]) => `${name} ${value}`)
+            .join(", ")}`,
+        ),
+      ),
+    ),
+    cell(
+      h(
+        "div",
+        { class: "row-actions" },
+        note,
+        actionButton("Approve", decide("approve"), { "aria-label": `Approve flagged commission ${commission.id}` }),
+        actionButton("Reject", decide("reject"), {
+          class: "secondary",
+          "aria-label": `Reject flagged commission ${commission.id}`,
+        }),
+      ),
+    ),
+  );
+}
 
 function commissionRow(context: ScreenContext, status: StatusLine, commission: Commission, changed: () => void) {
   const amount = money(commission.amount_cents, context.currency);
