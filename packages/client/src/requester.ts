@@ -19,6 +19,11 @@ export interface ClientOptions {
   apiKey?: string;
   /** An affiliate's token (`apt_…`) for the affiliate API: sent as `Authorization: Bearer`. */
   token?: string;
+  /**
+   * A merchant console session (`cst_…`, from `client.console.sessions.open()`), sent as
+   * `Authorization: Bearer` on the management API in place of `apiKey` (which wins when both are given).
+   */
+  consoleToken?: string;
   /** Retries (contract section 11): attempts and back-off. */
   retry?: Partial<RetryOptions>;
   /** Each attempt is given up after this long and counts as a lost connection. Default 30 s. */
@@ -98,6 +103,9 @@ export class Requester {
     const headers: Record<string, string> = { accept: "application/json" };
     const credential = operation.credential as "apiKey" | "bearer" | "none";
     if (credential === "apiKey" && this.#options.apiKey) headers["x-api-key"] = this.#options.apiKey;
+    else if (credential === "apiKey" && this.#options.consoleToken) {
+      headers.authorization = `Bearer ${this.#options.consoleToken}`;
+    }
     if (credential === "bearer" && this.#options.token) headers.authorization = `Bearer ${this.#options.token}`;
     if (key !== undefined) headers["idempotency-key"] = key;
     // A file body (a payout result file, text/csv) is sent as the text it is; anything else as exact JSON.

@@ -166,6 +166,10 @@ export function createResources(call: Call) {
       update: endpoint("updateCommission", (id: string, body: Body<"updateCommission">, options?: CallOptions) =>
         call("updateCommission", { params: { id }, body, ...options }),
       ),
+      /** Decides a commission held for review (`hold_reason: review`): approve or reject, with a note. */
+      review: endpoint("reviewCommission", (id: string, body: Body<"reviewCommission">, options?: CallOptions) =>
+        call("reviewCommission", { params: { id }, body, ...options }),
+      ),
       preview: endpoint("previewCommissions", (body: Body<"previewCommissions">, options?: CallOptions) =>
         call("previewCommissions", { body, ...options }),
       ),
@@ -304,6 +308,18 @@ export function createResources(call: Call) {
             call("retryStripeEvent", { params: { id }, ...options }),
           ),
         },
+      },
+    },
+
+    /** The merchant console's sessions (contract section 19). */
+    console: {
+      sessions: {
+        /** Trades the secret key for a short-lived session token (`cst_…`): pass it as `consoleToken`. */
+        open: endpoint("openConsoleSession", (body: Body<"openConsoleSession"> = {}, options?: CallOptions) =>
+          call("openConsoleSession", { body, ...options }),
+        ),
+        /** Ends the session the client is signed in with. */
+        close: endpoint("closeConsoleSession", (options?: CallOptions) => call("closeConsoleSession", { ...options })),
       },
     },
 

@@ -62,6 +62,11 @@ export function openApiDocument(catalog: RouteCatalog): OpenApiDocument {
           description:
             "An affiliate's own program, read with a token the merchant mints for one partnership (POST /api/v1/affiliates/{id}/tokens) or that an emailed sign-in link buys. Any origin may call it (CORS, no cookies); every answer is that partnership's alone, and another partnership's ids are 404.",
         },
+        {
+          name: "Console",
+          description:
+            "Sessions of the merchant console (/console): the secret key exchanged for a short-lived bearer token kept in memory",
+        },
         { name: "Operations", description: "Probes and documentation; no key needed" },
       ],
       components: {
@@ -72,6 +77,12 @@ export function openApiDocument(catalog: RouteCatalog): OpenApiDocument {
             name: "x-api-key",
             description:
               "The product's secret key (sk_live_…); POST /events also takes the test key (sk_test_…) for sandbox mode.",
+          },
+          consoleSession: {
+            type: "http",
+            scheme: "bearer",
+            description:
+              "A merchant console session (cst_…) in `Authorization: Bearer cst_…`, instead of the key, on the management API: opened with the secret key by POST /api/v1/console/sessions, short-lived, ended by sign-out and by key rotation.",
           },
           affiliateToken: {
             type: "http",

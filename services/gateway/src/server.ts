@@ -17,8 +17,14 @@ import fastify, {
   type FastifyRequest,
   LogController,
 } from "fastify";
-import { authenticate, authenticateAffiliate, bearerTokenOf, type KeyPolicy } from "./auth/authenticate.js";
-import { hashKey, type KeyCache } from "./auth/key-cache.js";
+import {
+  authenticate,
+  authenticateAffiliate,
+  bearerTokenOf,
+  type KeyPolicy,
+  type ResolveConsoleSession,
+} from "./auth/authenticate.js";
+import { consoleSessionsWith, hashKey, type KeyCache } from "./auth/key-cache.js";
 import type { GatewayConfig } from "./config.js";
 import { errorHandler, HttpError, RateLimitedError } from "./errors.js";
 import { EventBudget } from "./event-budget.js";
@@ -38,11 +44,12 @@ import {
 } from "./routes/attribution.js";
 import { opsRoutes, type ReadinessReport } from "./routes/ops.js";
 import { affiliatePayoutMethodRoutes, merchantPayoutMethodRoutes } from "./routes/payout-methods.js";
-import { loadPortalFiles, type PortalFiles, portalRoutes } from "./routes/portal.js";
+import { loadConsoleFiles, loadPortalFiles, type PortalFiles, portalRoutes } from "./routes/portal.js";
 import { stripeReceiverRoutes } from "./routes/stripe-receiver.js";
 import { trackingRoutes } from "./routes/tracking.js";
 import { affiliatesRoutes } from "./routes/v1/affiliates.js";
 import { commissionsRoutes } from "./routes/v1/commissions.js";
+import { consoleSessionsRoutes } from "./routes/v1/console-sessions.js";
 import { couponsRoutes } from "./routes/v1/coupons.js";
 import { customersRoutes } from "./routes/v1/customers.js";
 import { integrationsRoutes } from "./routes/v1/integrations.js";
@@ -84,6 +91,8 @@ export interface GatewayDeps {
   portal?: PortalFiles;
   /** The attribution script: @affiliate/attribution-script's build, unless a test gives another. */
   attributionScript?: ScriptFile;
+  /** The merchant console's files: @affiliate/console's build, unless a test gives others. */
+  console?: PortalFiles;
 }
 
 export const maxBodyBytes = 1024 * 1024;
@@ -163,13 +172,20 @@ async function rateLimited(scope: FastifyInstance, max: number, keyOf: (request:
  * caller. Each scope has its own budget per key: requests per minute, or for tracking an
  * EventBudget, of which each request spends one event on arrival.
  */
-async function guard(scope: FastifyInstance, keyCache: KeyCache, policy: KeyPolicy, limit: number | EventBudget) {
+async function guard(
+  scope: FastifyInstance,
+  keyCache: KeyCache,
+  policy: KeyPolicy,
+  limit: number | EventBudget,
+  consoleSessions?: ResolveConsoleSession,
+) {
   if (limit instanceof EventBudget) {
     scope.addHook("onRequest", async (request) => limit.spend(rateLimitKey(request), 1));
   } else {
     await rateLimited(scope, limit, rateLimitKey);
   }
-  const auth = policy === "affiliate" ? authenticateAffiliate(keyCache) : authenticate(keyCache, policy);
+  const auth =
+    policy === "affiliate" ? authenticateAffiliate(keyCache) : authenticate(keyCache, policy, consoleSessions);
   scope.addHook("preParsing", async (request) => {
     await auth(request);
   });
@@ -285,10 +301,10 @@ export function buildServer(deps: GatewayDeps): FastifyInstance {
   });
   app.register(attributionScriptRoutes, { script: deps.attributionScript ?? loadAttributionScript() });
 
-  // The management API: live keys only.
+  // The management API: live keys, or a console session opened with one.
   app.register(
     async (v1) => {
-      await guard(v1, deps.keyCache, "management", deps.config.RATE_LIMIT_PER_MINUTE);
+      await guard(v1, deps.keyCache, "management", deps.config.RATE_LIMIT_PER_MINUTE, consoleSessionsWith(partners));
       await v1.register(affiliatesRoutes, { partners, stats });
       await v1.register(commissionsRoutes, { ledger, lookup });
       await v1.register(refundsRoutes, { ledger });
@@ -302,6 +318,7 @@ export function buildServer(deps: GatewayDeps): FastifyInstance {
       await v1.register(integrationsRoutes, { integrations: deps.integrations });
       await v1.register(keysRoutes, { partners });
       await v1.register(couponsRoutes, { partners, integrations: deps.integrations });
+      await v1.register(consoleSessionsRoutes, { partners });
     },
     { prefix: "/api/v1" },
   );
@@ -327,6 +344,8 @@ export function buildServer(deps: GatewayDeps): FastifyInstance {
 
   // The affiliate portal's page and assets (contract section 14): no key, its own CSP.
   app.register(portalRoutes, { files: deps.portal ?? loadPortalFiles() });
+  // The merchant console (contract section 19): the same policy; it signs in on the API above.
+  app.register(portalRoutes, { files: deps.console ?? loadConsoleFiles(), path: "/console" });
 
   // Last: the document describes every route registered before it (and these three).
   let document: OpenApiDocument | undefined;

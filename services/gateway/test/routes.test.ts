@@ -13,8 +13,9 @@ const documented = (document: { paths: Record<string, Record<string, unknown>> }
     Object.keys(operations).map((method) => `${method.toUpperCase()} ${path}`),
   );
 
-/** Pages for people, not API operations: the documentation's and the affiliate portal's. */
-const isPage = (url: string) => ["/docs", "/portal"].some((page) => url === page || url.startsWith(`${page}/`));
+/** Pages for people, not API operations: the documentation's, the affiliate portal's and the merchant console's. */
+const isPage = (url: string) =>
+  ["/docs", "/portal", "/console"].some((page) => url === page || url.startsWith(`${page}/`));
 
 describe("the route catalog", () => {
   it("documents every declared route, and nothing else", async () => {

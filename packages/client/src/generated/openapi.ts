@@ -791,6 +791,46 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/console/sessions": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Open a merchant console session
+         * @description Exchanges the live secret key (x-api-key) for a short-lived console session token (cst_…) that the management API accepts as `Authorization: Bearer cst_…`. The console at /console does this once at sign-in and keeps the token in memory only. A session cannot open another one (403): sign in with the key. The session ends at expires_at, on DELETE /api/v1/console/sessions/current, and when the product's keys are rotated.
+         */
+        post: operations["openConsoleSession"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/console/sessions/current": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /**
+         * Sign out of the console
+         * @description Ends the console session this request is sent with (`Authorization: Bearer cst_…`); every gateway refuses it from then on. With a secret key instead there is no session to end: 204 all the same.
+         */
+        delete: operations["closeConsoleSession"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/affiliate/v1/me": {
         parameters: {
             query?: never;
@@ -1645,6 +1685,14 @@ export interface components {
             /** @description The promotion codes customers type (SPRING20), or their ids (promo_…), compared case-insensitively. An empty list removes the mapping. */
             codes: string[];
         };
+        /** @default {} */
+        OpenConsoleSessionRequest: {
+            /**
+             * @description How long the session works, 300-43200 seconds (default 28800, 8 hours).
+             * @default 28800
+             */
+            ttl_seconds?: number;
+        };
         SetPayoutMethodRequest: components["schemas"]["PaypalPayoutMethodRequest"] | components["schemas"]["WisePayoutMethodRequest"];
         PaypalPayoutMethodRequest: {
             /**
@@ -2460,6 +2508,18 @@ export interface components {
              */
             created_at: string;
         };
+        ConsoleSession: {
+            /**
+             * @description The console session token (cst_…), shown only here. Send it as `Authorization: Bearer cst_…` on the management API instead of the key; keep it in memory, never in storage.
+             * @example cst_Xq3…
+             */
+            token: string;
+            /**
+             * Format: date-time
+             * @description When it stops working (ISO 8601 UTC).
+             */
+            expires_at: string;
+        };
         AffiliateMe: {
             partnership_id: string;
             /**
@@ -3250,6 +3310,10 @@ export interface operations {
                 status?: components["schemas"]["PartnershipStatus"];
                 /** @description Only the partnership with this external id (at most one). */
                 external_id?: string;
+                /** @description Only the partnership of the affiliate with this email (at most one), trimmed and lowercased. */
+                email?: string;
+                /** @description Only the partnership with this referral code (at most one), in any case. */
+                referral_code?: string;
                 /** @description `next_cursor` of the previous page. */
                 cursor?: string;
                 /** @description Page size, 1-100. */
@@ -8005,6 +8069,184 @@ export interface operations {
             };
             /** @description Content type other than application/json */
             415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Rate limit exceeded for this key */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A service behind the gateway cannot be reached or could not apply the request in time; nothing was applied, retry later */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The outcome is unknown (the connection to a service was lost after the request left): repeat with the same Idempotency-Key, or read the resource, before retrying */
+            504: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    openConsoleSession: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": components["schemas"]["OpenConsoleSessionRequest"];
+            };
+        };
+        responses: {
+            /** @description The session */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["ConsoleSession"];
+                    };
+                };
+            };
+            /** @description Validation failed, or the body is not valid JSON */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ValidationError"] | components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing x-api-key header, invalid key format, or an invalid or revoked key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A test-mode key, or a console session: sessions are opened with the live secret key */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Request body over 1 MiB */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Content type other than application/json */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Rate limit exceeded for this key */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A service behind the gateway cannot be reached or could not apply the request in time; nothing was applied, retry later */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The outcome is unknown (the connection to a service was lost after the request left): repeat with the same Idempotency-Key, or read the resource, before retrying */
+            504: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    closeConsoleSession: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The session is closed */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Validation failed, or an unknown query parameter */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ValidationError"];
+                };
+            };
+            /** @description Missing x-api-key header, invalid key format, or an invalid or revoked key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A test-mode key (sk_test_) was sent to the management API, or a publishable key (pk_live_, pk_test_), which records clicks only */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };

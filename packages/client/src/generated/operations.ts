@@ -11,6 +11,14 @@ export const operationTable = {
     "paged": false,
     "int64": {}
   },
+  "closeConsoleSession": {
+    "method": "DELETE",
+    "path": "/api/v1/console/sessions/current",
+    "credential": "apiKey",
+    "idempotencyKey": false,
+    "paged": false,
+    "int64": {}
+  },
   "connectStripe": {
     "method": "PUT",
     "path": "/api/v1/integrations/stripe",
@@ -463,6 +471,14 @@ export const operationTable = {
     "method": "GET",
     "path": "/api/v1/openapi.json",
     "credential": "none",
+    "idempotencyKey": false,
+    "paged": false,
+    "int64": {}
+  },
+  "openConsoleSession": {
+    "method": "POST",
+    "path": "/api/v1/console/sessions",
+    "credential": "apiKey",
     "idempotencyKey": false,
     "paged": false,
     "int64": {}

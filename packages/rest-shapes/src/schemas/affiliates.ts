@@ -114,6 +114,12 @@ export const listAffiliatesQuerySchema = z.object({
   external_id: text({ min: 1, max: 128 })
     .optional()
     .meta({ description: "Only the partnership with this external id (at most one)." }),
+  email: text({ min: 1, max: 320 }).optional().meta({
+    description: "Only the partnership of the affiliate with this email (at most one), trimmed and lowercased.",
+  }),
+  referral_code: text({ min: 1, max: 50 })
+    .optional()
+    .meta({ description: "Only the partnership with this referral code (at most one), in any case." }),
   ...pageQueryShape,
 });
 

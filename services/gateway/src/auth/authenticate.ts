@@ -11,6 +11,8 @@ declare module "fastify" {
     testMode: boolean;
     /** The one partnership an affiliate token reads; set by affiliate authentication only. */
     partnershipId: string;
+    /** True when the management API was called with a console session (Bearer cst_…), not a key. */
+    consoleSession: boolean;
   }
 }
 
@@ -66,15 +68,44 @@ export function authenticateAffiliate(cache: KeyCache) {
   };
 }
 
+/** Console session tokens start so (contract section 19). */
+export const consoleSessionPrefix = "cst_";
+
+export const consoleAuthErrors = {
+  invalid: "Invalid or expired console session: sign in again",
+} as const;
+
+/** Asks partners which product a console session acts for; undefined when it is not live. */
+export type ResolveConsoleSession = (token: string) => Promise<{ productId: string } | undefined>;
+
 /**
  * Resolves `x-api-key` to the product it belongs to (spec section 5, contract sections 2 and 17).
  * On the management API a test key of an existing product is 403; on tracking it selects sandbox
  * mode. A publishable key (pk_) is 403 everywhere but the click endpoint. The 401 answers are the
  * same everywhere.
+ *
+ * The management API also takes a console session, `Authorization: Bearer cst_…`, when no key
+ * is sent. Sessions are resolved with partners on every request, never cached: a console is one
+ * person clicking, and a sign-out or a key rotation then ends the session at once on every
+ * gateway without an eviction feed of its own.
  */
-export function authenticate(cache: KeyCache, policy: Exclude<KeyPolicy, "affiliate"> = "management") {
+export function authenticate(
+  cache: KeyCache,
+  policy: Exclude<KeyPolicy, "affiliate"> = "management",
+  consoleSessions?: ResolveConsoleSession,
+) {
   return async (request: FastifyRequest): Promise<void> => {
+    request.consoleSession = false;
     const apiKey = request.headers["x-api-key"];
+    const bearer = apiKey === undefined ? bearerTokenOf(request) : undefined;
+    if (policy === "management" && consoleSessions && bearer?.startsWith(consoleSessionPrefix)) {
+      const session = await consoleSessions(bearer);
+      if (!session) throw new HttpError(401, { error: consoleAuthErrors.invalid });
+      request.productId = session.productId;
+      request.testMode = false;
+      request.consoleSession = true;
+      return;
+    }
     if (apiKey === undefined || apiKey === "") throw new HttpError(401, { error: authErrors.missing });
     if (typeof apiKey !== "string" || !(apiKey.startsWith("sk_") || apiKey.startsWith("pk_"))) {
       throw new HttpError(401, { error: authErrors.format });

@@ -138,6 +138,21 @@ export class KeyCache {
   }
 }
 
+/** Console sessions through partners: the product of a live session, or undefined. A read. */
+export function consoleSessionsWith(
+  partners: Client<typeof PartnersService>,
+): (token: string) => Promise<{ productId: string } | undefined> {
+  return async (token) => {
+    try {
+      const { productId } = await asRead(partners.authenticateConsoleSession({ token }));
+      return { productId };
+    } catch (error) {
+      if (error instanceof ConnectError && error.code === Code.Unauthenticated) return undefined;
+      throw error;
+    }
+  };
+}
+
 /**
  * Resolution through partners: Authenticate for an API key, AuthenticateAffiliateToken for an
  * affiliate token; UNAUTHENTICATED means the credential is unknown. A read: a lost call is

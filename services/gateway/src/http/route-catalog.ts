@@ -54,6 +54,8 @@ function operationOf(declaration: AnyRouteDeclaration): ZodOpenApiOperationObjec
     ...(declaration.description ? { description: declaration.description } : {}),
     ...(declaration.access === "public" ? { security: [] } : {}),
     ...(declaration.access === "affiliate" ? { security: [{ affiliateToken: [] }] } : {}),
+    // The key, or a console session opened with it (contract section 19).
+    ...(declaration.access === "management" ? { security: [{ apiKey: [] }, { consoleSession: [] }] } : {}),
     ...(Object.keys(requestParams).length > 0 ? { requestParams } : {}),
     ...(body
       ? { requestBody: { required: declaration.bodyRequired ?? true, ...json(body, declaration.bodyContentType) } }

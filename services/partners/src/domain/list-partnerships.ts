@@ -1,4 +1,4 @@
-import { keysetPage, type PageTokens, type Queryable } from "@affiliate/platform";
+import { keysetPage, normalizeEmail, type PageTokens, type Queryable } from "@affiliate/platform";
 import { listPartnerships } from "../store/partnerships.js";
 import type { Partnership, PartnershipStatus } from "./types.js";
 
@@ -20,15 +20,22 @@ export async function listPartnershipsPage(
     productId: string;
     status: PartnershipStatus | undefined;
     externalId?: string | undefined;
+    /** The affiliate's email, as typed: compared normalized. */
+    email?: string | undefined;
+    /** Compared case-insensitively, as codes are unique. */
+    referralCode?: string | undefined;
     pageSize: number;
     pageToken: string;
   },
 ): Promise<PartnershipPage> {
   const { productId, status, externalId } = query;
-  // The external id is bound by its JSON form, so no id can pass for "any" or for another.
-  const scope = `partnerships:${productId}:${status ?? "any"}:${JSON.stringify(externalId ?? null)}`;
+  const email = query.email === undefined ? undefined : normalizeEmail(query.email);
+  const referralCode = query.referralCode?.toLowerCase();
+  // The exact filters are bound by their JSON form, so no value can pass for "any" or for another.
+  const exact = JSON.stringify([externalId ?? null, email ?? null, referralCode ?? null]);
+  const scope = `partnerships:${productId}:${status ?? "any"}:${exact}`;
   const page = await keysetPage(pageTokens, scope, query, (afterId, limit) =>
-    listPartnerships(sql, { productId, status, externalId, afterId, limit }),
+    listPartnerships(sql, { productId, status, externalId, email, referralCode, afterId, limit }),
   );
   return { partnerships: page.items, nextPageToken: page.nextPageToken };
 }

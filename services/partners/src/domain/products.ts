@@ -1,6 +1,7 @@
 import type { TransactionSql } from "@affiliate/platform";
 import { DomainError, newId, type Sql } from "@affiliate/platform";
 import { outbox } from "../events/outbox.js";
+import { deleteProductConsoleSessions } from "../store/console-sessions.js";
 import { activePublishableKeys, insertKey, insertProduct, lockProductOrThrow, revokeKeys } from "../store/products.js";
 import { generateKey, hashKey } from "./rules.js";
 import type { IssuedKeys, Product, PublishableKeys } from "./types.js";
@@ -38,13 +39,15 @@ export async function createProduct(sql: Sql, name: string): Promise<{ product: 
 }
 
 /**
- * Revokes the product's keys and issues new ones. The ProductKeysRotated event commits with the
+ * Revokes the product's keys (and the console sessions they opened) and issues new ones. The ProductKeysRotated event commits with the
  * change, so every gateway evicts the old keys from its cache.
  */
 export async function rotateKeys(sql: Sql, productId: string): Promise<{ product: Product; keys: IssuedKeys }> {
   return sql.begin(async (tx) => {
     const product = await lockProductOrThrow(tx, productId);
     await revokeKeys(tx, productId);
+    // Console sessions were bought with the old keys: they end with them (contract section 19).
+    await deleteProductConsoleSessions(tx, productId);
     const keys = await issueKeys(tx, productId);
     await outbox.productKeysRotated(tx, productId);
     return { product, keys };

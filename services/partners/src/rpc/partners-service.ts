@@ -35,6 +35,7 @@ import {
 import { authenticateAffiliateToken, mintAffiliateToken, revokeAffiliateTokens } from "../domain/affiliate-tokens.js";
 import { authenticate } from "../domain/authenticate.js";
 import { bulkRegisterAffiliates } from "../domain/bulk-register-affiliates.js";
+import { authenticateConsoleSession, closeConsoleSession, openConsoleSession } from "../domain/console-sessions.js";
 import { listPartnershipsPage } from "../domain/list-partnerships.js";
 import { deletePayoutMethod, getPayoutMethod, revealPayoutMethods, setPayoutMethod } from "../domain/payout-methods.js";
 import { getPublishableKeys, rotatePublishableKeys } from "../domain/products.js";
@@ -143,6 +144,8 @@ export function createPartnersService({
         productId: req.productId,
         status: enumFilter(statusToProto, req.status),
         externalId: req.externalId,
+        email: req.email,
+        referralCode: req.referralCode,
         pageSize: req.pageSize,
         pageToken: req.pageToken,
       });
@@ -207,6 +210,20 @@ export function createPartnersService({
     async countPartnerships(req) {
       const status = enumFilter(statusToProto, req.status);
       return { count: BigInt(await countPartnerships(sql, req.productId, status)) };
+    },
+
+    async openConsoleSession(req) {
+      return issuedTokenToProto(await openConsoleSession(sql, req.productId, req.ttlSeconds));
+    },
+
+    async authenticateConsoleSession(req) {
+      const found = await authenticateConsoleSession(sql, req.token);
+      return { productId: found.productId, expiresAt: timestampFromDate(found.expiresAt) };
+    },
+
+    async closeConsoleSession(req) {
+      await closeConsoleSession(sql, req.token);
+      return {};
     },
 
     async mintAffiliateToken(req) {

@@ -135,6 +135,8 @@ export async function listPartnerships(
     productId: string;
     status: PartnershipStatus | undefined;
     externalId: string | undefined;
+    email?: string | undefined;
+    referralCode?: string | undefined;
     afterId: string | undefined;
     limit: number;
   },
@@ -144,6 +146,8 @@ export async function listPartnerships(
     where p.product_id = ${query.productId}
       ${query.status ? sql`and p.status = ${query.status}` : sql``}
       ${query.externalId !== undefined ? sql`and p.external_id = ${query.externalId}` : sql``}
+      ${query.email !== undefined ? sql`and a.email = ${query.email}` : sql``}
+      ${query.referralCode !== undefined ? sql`and lower(p.referral_code) = lower(${query.referralCode})` : sql``}
       ${query.afterId ? sql`and p.id < ${query.afterId}` : sql``}
     order by p.id desc
     limit ${query.limit}`;

@@ -149,6 +149,8 @@ export async function affiliatesRoutes(app: FastifyInstance, { partners, stats }
         productId: request.productId,
         status: query.status ? statusValue(query.status) : PartnershipStatus.UNSPECIFIED,
         externalId: query.external_id,
+        email: query.email,
+        referralCode: query.referral_code,
         pageSize: query.limit,
         pageToken: query.cursor ?? "",
       });
