@@ -13,9 +13,12 @@ describe("affiliate tokens at the gateway", () => {
     const gateway = createGateway();
     const { partnershipId } = gateway.affiliate();
     const productId = gateway.fake.partnerships.get(partnershipId)?.productId ?? "";
-    const token = gateway.fake.mintToken(productId, partnershipId, 500);
+    // Long enough that the first call lands inside it on a loaded machine; then wait out the rest.
+    const lifetimeMs = 3000;
+    const expiresAt = Date.now() + lifetimeMs;
+    const token = gateway.fake.mintToken(productId, partnershipId, lifetimeMs);
     expect((await gateway.call("GET", "/affiliate/v1/me", bearer(token))).statusCode).toBe(200);
-    await new Promise((resolve) => setTimeout(resolve, 600));
+    await new Promise((resolve) => setTimeout(resolve, Math.max(0, expiresAt - Date.now()) + 100));
     const expired = await gateway.call("GET", "/affiliate/v1/me", bearer(token));
     expect(expired.statusCode).toBe(401);
     expect(expired.json()).toEqual({ error: "Invalid or expired affiliate token" });

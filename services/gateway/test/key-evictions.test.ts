@@ -133,6 +133,8 @@ function fakeConnection() {
   let closed = false;
   const connection = {
     jetstream: () => ({}),
+    // The feed's heartbeat asks this before it pings the stream (follow-while-connected.ts).
+    isClosed: () => closed,
     status: () => ({
       async *[Symbol.asyncIterator]() {
         while (!closed) {
