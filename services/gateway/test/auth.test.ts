@@ -19,9 +19,9 @@ describe("authentication on /api/v1", () => {
     expect(response.json()).toEqual({ error: "Missing x-api-key header" });
   });
 
-  it("answers 401 'Invalid API key format' for a key without the sk_ prefix, without asking partners", async () => {
+  it("answers 401 'Invalid API key format' for a key without the sk_ or pk_ prefix, without asking partners", async () => {
     const { call, fake } = createGateway();
-    const response = await call("GET", "/api/v1/affiliates", { key: "pk_live_abc" });
+    const response = await call("GET", "/api/v1/affiliates", { key: "xk_live_abc" });
     expect(response.statusCode).toBe(401);
     expect(response.json()).toEqual({ error: "Invalid API key format" });
     expect(fake.callsOf("authenticate")).toBe(0);

@@ -13,9 +13,9 @@ const documented = (document: { paths: Record<string, Record<string, unknown>> }
     Object.keys(operations).map((method) => `${method.toUpperCase()} ${path}`),
   );
 
-/** Pages for people, not API operations: the documentation's, the affiliate portal's and the merchant console's. */
+/** Pages for people, not API operations: the documentation's, the affiliate portal's, the merchant console's, and the attribution script. */
 const isPage = (url: string) =>
-  ["/docs", "/portal", "/console"].some((page) => url === page || url.startsWith(`${page}/`));
+  ["/docs", "/portal", "/console", "/js/v1"].some((page) => url === page || url.startsWith(`${page}/`));
 
 describe("the route catalog", () => {
   it("documents every declared route, and nothing else", async () => {
@@ -39,7 +39,7 @@ describe("the route catalog", () => {
     );
   });
 
-  it("serves no route that is not declared, but Fastify's implicit HEADs and the documentation and portal pages", async () => {
+  it("serves no route that is not declared, but Fastify's implicit HEADs, the documentation and portal pages and the attribution script", async () => {
     const { app } = createGateway();
     await app.ready();
     const undeclared = app.routeCatalog

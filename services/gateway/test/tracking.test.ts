@@ -186,7 +186,7 @@ describe("POST /events authentication", () => {
   it.each([
     ["no key", null, "Missing x-api-key header"],
     ["an empty key", "", "Missing x-api-key header"],
-    ["a key without the sk_ prefix", "pk_live_abc", "Invalid API key format"],
+    ["a key without the sk_ or pk_ prefix", "xk_live_abc", "Invalid API key format"],
     ["an unknown live key", "sk_live_nobody", "Invalid or revoked API key"],
     ["an unknown test key", "sk_test_nobody", "Invalid or revoked API key"],
   ])("answers 401 with the management API's text for %s", async (_case, key, error) => {
