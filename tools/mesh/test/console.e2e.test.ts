@@ -405,4 +405,28 @@ describe("the merchant console in a browser", () => {
       await context.close();
     }
   });
+  it("a console session is a bearer on the management API only, opens no other session, and ends at sign-out", async () => {
+    const opened = await api("POST", "/api/v1/console/sessions", { ttl_seconds: 600 });
+    expect(opened.status, JSON.stringify(opened.json)).toBe(201);
+    const token: string = opened.json.data.token;
+    expect(token).toMatch(/^cst_/);
+    const withSession = (method: string, path: string, body?: unknown) =>
+      fetch(mesh.gatewayUrl + path, {
+        method,
+        headers: {
+          authorization: `Bearer ${token}`,
+          ...(body === undefined ? {} : { "content-type": "application/json" }),
+        },
+        body: body === undefined ? undefined : JSON.stringify(body),
+      });
+    expect((await withSession("GET", "/api/v1/program")).status).toBe(200);
+    expect((await withSession("POST", "/api/v1/console/sessions", {})).status).toBe(403);
+    expect((await withSession("POST", "/events", { type: "click", referral_code: "NOPE" })).status).toBe(401);
+    expect((await withSession("DELETE", "/api/v1/console/sessions/current")).status).toBe(204);
+    const ended = await withSession("GET", "/api/v1/program");
+    expect([ended.status, await ended.json()]).toEqual([
+      401,
+      { error: "Invalid or expired console session: sign in again" },
+    ]);
+  });
 });
