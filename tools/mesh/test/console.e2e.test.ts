@@ -242,7 +242,7 @@ const namelessControlsScript = `[...document.querySelectorAll("button, input, se
   .map((element) => element.outerHTML.slice(0, 120))`;
 
 describe("the merchant console in a browser", () => {
-  it("signs in, approves an applicant, generates, approves, exports and imports a payout, finds the failing webhook and its error, retries a failed Stripe event, reviews a flagged commission", async () => {
+  it("signs in, approves an applicant, generates, approves, exports and imports a payout, finds the failing webhook and its error, retries a failed Stripe event, reviews a flagged commission, rotates the publishable keys", async () => {
     const { context, page, requests, problems } = await openBrowser(1280);
     try {
       await signIn(page);
@@ -359,6 +359,18 @@ describe("the merchant console in a browser", () => {
         "Known customer, checked by hand",
       ]);
       await settled(() => page.locator(`[data-review="${made.flaggedId}"]`).count()).toBe(0);
+
+      // Settings: the publishable keys, rotated after one confirmation.
+      await open(page, "Settings");
+      const liveKey = page.locator(".publishable-keys code").first();
+      await settled(() => liveKey.textContent()).toMatch(/^pk_live_/);
+      const before = await liveKey.textContent();
+      await page.getByRole("button", { name: "Rotate publishable keys" }).click();
+      await page.getByRole("dialog").getByRole("button", { name: "Rotate publishable keys" }).click();
+      await settled(() => statusText(page)).toBe("New publishable keys issued; the old pair no longer records clicks.");
+      const after = await liveKey.textContent();
+      expect(after).toMatch(/^pk_live_/);
+      expect(after).not.toBe(before);
 
       expect(await page.evaluate<string[]>(namelessControlsScript)).toEqual([]);
       expect(requests.filter((url) => !url.startsWith(`${mesh.gatewayUrl}/`))).toEqual([]);
