@@ -242,7 +242,7 @@ const namelessControlsScript = `[...document.querySelectorAll("button, input, se
   .map((element) => element.outerHTML.slice(0, 120))`;
 
 describe("the merchant console in a browser", () => {
-  it("signs in, approves an applicant, generates, approves, exports and imports a payout, finds the failing webhook and its error, retries a failed Stripe event, reviews a flagged commission", async () => {
+  it("signs in, approves an applicant, generates, approves, exports and imports a payout, finds the failing webhook and its error, retries a failed Stripe event, reviews a flagged commission, rotates the publishable keys", async () => {
     const { context, page, requests, problems } = await openBrowser(1280);
     try {
       await signIn(page);
@@ -360,6 +360,18 @@ describe("the merchant console in a browser", () => {
       ]);
       await settled(() => page.locator(`[data-review="${made.flaggedId}"]`).count()).toBe(0);
 
+      // Settings: the publishable keys, rotated after one confirmation.
+      await open(page, "Settings");
+      const liveKey = page.locator(".publishable-keys code").first();
+      await settled(() => liveKey.textContent()).toMatch(/^pk_live_/);
+      const before = await liveKey.textContent();
+      await page.getByRole("button", { name: "Rotate publishable keys" }).click();
+      await page.getByRole("dialog").getByRole("button", { name: "Rotate publishable keys" }).click();
+      await settled(() => statusText(page)).toBe("New publishable keys issued; the old pair no longer records clicks.");
+      const after = await liveKey.textContent();
+      expect(after).toMatch(/^pk_live_/);
+      expect(after).not.toBe(before);
+
       expect(await page.evaluate<string[]>(namelessControlsScript)).toEqual([]);
       expect(requests.filter((url) => !url.startsWith(`${mesh.gatewayUrl}/`))).toEqual([]);
       expect(problems.filter((problem) => !/status of 40\d/.test(problem))).toEqual([]);
@@ -404,5 +416,29 @@ describe("the merchant console in a browser", () => {
     } finally {
       await context.close();
     }
+  });
+  it("a console session is a bearer on the management API only, opens no other session, and ends at sign-out", async () => {
+    const opened = await api("POST", "/api/v1/console/sessions", { ttl_seconds: 600 });
+    expect(opened.status, JSON.stringify(opened.json)).toBe(201);
+    const token: string = opened.json.data.token;
+    expect(token).toMatch(/^cst_/);
+    const withSession = (method: string, path: string, body?: unknown) =>
+      fetch(mesh.gatewayUrl + path, {
+        method,
+        headers: {
+          authorization: `Bearer ${token}`,
+          ...(body === undefined ? {} : { "content-type": "application/json" }),
+        },
+        body: body === undefined ? undefined : JSON.stringify(body),
+      });
+    expect((await withSession("GET", "/api/v1/program")).status).toBe(200);
+    expect((await withSession("POST", "/api/v1/console/sessions", {})).status).toBe(403);
+    expect((await withSession("POST", "/events", { type: "click", referral_code: "NOPE" })).status).toBe(401);
+    expect((await withSession("DELETE", "/api/v1/console/sessions/current")).status).toBe(204);
+    const ended = await withSession("GET", "/api/v1/program");
+    expect([ended.status, await ended.json()]).toEqual([
+      401,
+      { error: "Invalid or expired console session: sign in again" },
+    ]);
   });
 });

@@ -5,7 +5,7 @@
 import { attempt, type Screen } from "../context.js";
 import { fill, h } from "../dom.js";
 import { money, parseCents } from "../format.js";
-import { amountCell, cell, field, StatusLine, section, select, table } from "../ui.js";
+import { actionButton, amountCell, cell, confirmAction, field, StatusLine, section, select, table } from "../ui.js";
 
 /** Basis points as a percent a person reads and types ("20" or "12.5"), and back. */
 const percentOf = (bps: number) => String(bps / 100);
@@ -161,7 +161,54 @@ export const settingsScreen: Screen = (context) => {
     );
   });
 
+  const publishable = h("div", { class: "publishable-keys" }, h("p", { class: "loading" }, "Loading…"));
+  const showPublishable = (keys: { publishable_key: string; test_publishable_key: string }) =>
+    fill(
+      publishable,
+      h(
+        "dl",
+        { class: "facts" },
+        h(
+          "div",
+          { class: "fact" },
+          h("dt", {}, "Live"),
+          h("dd", {}, h("code", { class: "wrap" }, keys.publishable_key)),
+        ),
+        h(
+          "div",
+          { class: "fact" },
+          h("dt", {}, "Test"),
+          h("dd", {}, h("code", { class: "wrap" }, keys.test_publishable_key)),
+        ),
+      ),
+    );
+  const loadPublishable = async () => {
+    const keys = await attempt(context, status, () => context.client.request("getPublishableKeys", {}));
+    if (keys) showPublishable(keys.data);
+  };
+  const rotatePublishable = actionButton(
+    "Rotate publishable keys",
+    async () => {
+      const sure = await confirmAction({
+        title: "Rotate the publishable keys?",
+        consequence:
+          "A new pair is issued and the current one stops recording clicks at once: update the data-key of the attribution script on your pages right after, or clicks are lost until you do.",
+        confirm: "Rotate publishable keys",
+      });
+      if (!sure) return;
+      const rotated = await attempt(
+        context,
+        status,
+        () => context.client.request("rotatePublishableKeys", {}),
+        "New publishable keys issued; the old pair no longer records clicks.",
+      );
+      if (rotated) showPublishable(rotated.data);
+    },
+    { class: "danger" },
+  );
+
   void load();
+  void loadPublishable();
   return h(
     "div",
     { class: "screen" },
@@ -176,6 +223,10 @@ export const settingsScreen: Screen = (context) => {
     ),
     section(
       "Keys",
+      h("h3", {}, "Publishable keys (the attribution script's data-key)"),
+      publishable,
+      h("div", { class: "row-actions" }, rotatePublishable),
+      h("h3", {}, "Secret key"),
       h(
         "p",
         {},
