@@ -32,9 +32,5 @@ create index commissions_level1_by_partnership_time on commissions (product_id, 
 alter table tracking_events
   add column flags jsonb check (flags is null or jsonb_typeof(flags) = 'array'),
   add column if not exists ip_hash text;
--- The counted clicks a new click is compared with, by visitor and by address hash: a flood of
--- flagged clicks is never read again (the visitor index of attribution holds them all).
-create index tracking_events_counted_clicks_by_visitor on tracking_events (product_id, visitor_id, occurred_at desc)
-  where event_type = 'click' and flags is null;
 create index tracking_events_counted_clicks_by_ip_hash on tracking_events (product_id, ip_hash, occurred_at desc)
   where event_type = 'click' and ip_hash is not null and flags is null;

@@ -28,6 +28,7 @@ import {
 } from "@affiliate/rest-shapes/schemas/tracking";
 import type { Client } from "@connectrpc/connect";
 import type { FastifyInstance } from "fastify";
+import { bearerTokenOf } from "../../auth/authenticate.js";
 import { defineRoute } from "../../http/define-route.js";
 import type { PartnershipLookup } from "../../partnership-lookup.js";
 
@@ -167,7 +168,8 @@ export async function commissionsRoutes(app: FastifyInstance, { ledger, lookup }
         commissionId: params.id,
         decision: body.decision === "approve" ? ReviewDecision.APPROVE : ReviewDecision.REJECT,
         note: body.note ?? "",
-        key: maskedKey(request.headers["x-api-key"]),
+        // The merchant's console signs in with a session token (Bearer cst_…): that is the key then.
+        key: maskedKey(request.consoleSession ? bearerTokenOf(request) : request.headers["x-api-key"]),
       });
       return one(productId, commissionOf(response));
     },
