@@ -51,6 +51,7 @@ export class AffiliateClient implements Resources {
   readonly webhooks: Resources["webhooks"];
   readonly customers: Resources["customers"];
   readonly integrations: Resources["integrations"];
+  readonly publishableKeys: Resources["publishableKeys"];
   readonly console: Resources["console"];
   readonly operations: Resources["operations"];
 
@@ -68,6 +69,7 @@ export class AffiliateClient implements Resources {
     this.webhooks = resources.webhooks;
     this.customers = resources.customers;
     this.integrations = resources.integrations;
+    this.publishableKeys = resources.publishableKeys;
     this.console = resources.console;
     this.operations = resources.operations;
   }

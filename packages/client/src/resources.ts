@@ -85,6 +85,16 @@ export function createResources(call: Call) {
       payoutMethod: endpoint("getAffiliatePayoutMethodOfPartnership", (id: string, options?: CallOptions) =>
         call("getAffiliatePayoutMethodOfPartnership", { params: { id }, ...options }),
       ),
+      /** The Stripe promotion codes that attribute to the affiliate (contract section 17). */
+      coupons: {
+        get: endpoint("getAffiliateCoupons", (id: string, options?: CallOptions) =>
+          call("getAffiliateCoupons", { params: { id }, ...options }),
+        ),
+        /** Replaces the affiliate's promotion codes; a code another affiliate holds is 409. */
+        set: endpoint("setAffiliateCoupons", (id: string, body: Body<"setAffiliateCoupons">, options?: CallOptions) =>
+          call("setAffiliateCoupons", { params: { id }, body, ...options }),
+        ),
+      },
       /** The affiliate's own tokens for the affiliate API and the portal (contract section 14). */
       tokens: {
         /** A token (`apt_…`) for an active affiliate, shown only in this answer. */
@@ -311,6 +321,15 @@ export function createResources(call: Call) {
       },
     },
 
+    /** The publishable keys (`pk_live_`/`pk_test_`) the browser script records clicks with (contract section 17). */
+    publishableKeys: {
+      get: endpoint("getPublishableKeys", (options?: CallOptions) => call("getPublishableKeys", { ...options })),
+      /** New keys; the old ones stop working at once. */
+      rotate: endpoint("rotatePublishableKeys", (options?: CallOptions) =>
+        call("rotatePublishableKeys", { ...options }),
+      ),
+    },
+
     /** The merchant console's sessions (contract section 19). */
     console: {
       sessions: {
@@ -340,4 +359,8 @@ export const operationsWithoutMethod: Partial<Record<OperationId, string>> = {
   receiveStripeEvent:
     "Stripe's own deliveries: Stripe signs the raw bytes with the merchant's Stripe secret and posts them itself; " +
     "a merchant's backend has nothing to send there (Requester.call can still reach it)",
+  followReferralLink: "A link people follow in their browser (a redirect), not a call a backend makes",
+  recordClick: "The browser script's call, made with a publishable key from the merchant's pages",
+  getPublicProgram:
+    "Read by the browser script with a publishable key; a backend reads the program with its secret key",
 };
