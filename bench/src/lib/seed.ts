@@ -177,6 +177,9 @@ const eventRow = (fields: Partial<EventRow> & Pick<EventRow, "productId" | "even
   amountCents: null,
   externalId: null,
   ip: null,
+  ipHash: null,
+  referrerHost: null,
+  attribution: null,
   userAgent: null,
   ...fields,
 });
@@ -282,6 +285,9 @@ function commissionOf(
     referralCode: payee.referralCode,
     paymentAmountCents: paymentCents,
     paymentOccurredAt: payment.occurredAt,
+    flags: [],
+    holdReason: null,
+    reason: null,
     // The program's percentage; every seeded payment is its customer's first (the bench sets no
     // limits, so no payment counter is seeded).
     rule: {
