@@ -66,9 +66,9 @@ describe("publishable keys (contract section 17)", () => {
     await h.sql`delete from api_keys where product_id = ${productId} and mode like 'publishable%'`;
     const reads = await Promise.all([1, 2, 3].map(() => h.partners.getPublishableKeys({ productId })));
     expect(new Set(reads.map((r) => r.keys?.publishableKey)).size).toBe(1);
-    const [{ count }] = await h.sql<{ count: number }[]>`
+    const [live] = await h.sql<{ count: number }[]>`
       select count(*)::int as count from api_keys where product_id = ${productId} and revoked_at is null and mode like 'publishable%'`;
-    expect(count).toBe(2);
+    expect(live?.count).toBe(2);
   });
 });
 
