@@ -83,8 +83,13 @@ const settleMs = 1000;
 const quietTimeoutMs = 60_000;
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 const samplingMs = 250;
-/** Metered processes together below this share of one core are idle (timers and polls only). */
-const idleCores = 0.1;
+/**
+ * Metered processes together below this share of one core are idle (timers and polls only). An
+ * idle mesh is not at zero: the ledger folds rollup deltas every 250 ms, relays and job workers
+ * poll every second and NATS clients ping, about 0.1 core in all on a 2-core machine; a
+ * threshold at that level is never met, and each settle then waits out its whole timeout.
+ */
+const idleCores = 0.25;
 
 /** CPU seconds of every metered process per wall second, over one sampling interval. */
 async function coresBusyNow(processes: ProcessSet): Promise<number> {
