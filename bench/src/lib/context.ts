@@ -80,11 +80,15 @@ export function processSet(mesh: Mesh, sql: Sql): (extra?: Record<string, number
 export function databaseProbe(sql: Sql): DatabaseProbe {
   return {
     async activity() {
-      const [row] = await sql<{ active: number; lockWaits: number }[]>`
-        select count(*)::int as active, (count(*) filter (where wait_event_type = 'Lock'))::int as "lockWaits"
+      const rows = await sql<{ wait: string; count: number }[]>`
+        select coalesce(wait_event_type || ':' || wait_event, 'CPU') as wait, count(*)::int as count
         from pg_stat_activity
-        where datname = current_database() and state = 'active' and pid <> pg_backend_pid()`;
-      return row ?? { active: 0, lockWaits: 0 };
+        where datname = current_database() and state = 'active' and pid <> pg_backend_pid()
+        group by 1`;
+      const waits = Object.fromEntries(rows.map(({ wait, count }) => [wait, count]));
+      const active = rows.reduce((sum, { count }) => sum + count, 0);
+      const lockWaits = rows.filter(({ wait }) => wait.startsWith("Lock:")).reduce((sum, { count }) => sum + count, 0);
+      return { active, lockWaits, waits };
     },
     async deadlocks() {
       // pg_stat_database is a snapshot per transaction; clear it so each read is current.

@@ -38,8 +38,11 @@ export interface LoadOptions {
 
 /** What the run's database is doing: sampled during load to tell waiting from working. */
 export interface DatabaseProbe {
-  /** Backends of the run's database running a statement now, and how many of them wait on a lock. */
-  activity(): Promise<{ active: number; lockWaits: number }>;
+  /**
+   * Backends of the run's database running a statement now, how many of them wait on a lock, and
+   * what each waits on (`wait_event_type:wait_event`, or "CPU" when it waits on nothing).
+   */
+  activity(): Promise<{ active: number; lockWaits: number; waits: Record<string, number> }>;
   /** Deadlocks detected in the run's database so far. */
   deadlocks(): Promise<number>;
 }
@@ -49,7 +52,25 @@ export interface DatabaseFigures {
   active: number;
   /** Average number of those waiting for a lock (row or transaction): queueing, not working. */
   lockWaits: number;
+  /** What the active backends were found doing most often, with its share of them ("CPU 61%"). */
+  topWait?: string;
   deadlocks: number;
+}
+
+/** The most frequent of the sampled waits and its share of all samples of active backends. */
+function topWaitOf(waits: Record<string, number>): string | undefined {
+  const total = Object.values(waits).reduce((sum, count) => sum + count, 0);
+  const [name, count] = Object.entries(waits).sort((a, b) => b[1] - a[1])[0] ?? [];
+  return name && count ? `${name} ${Math.round((100 * count) / total)}%` : undefined;
+}
+
+function optionalTopWait(waits: Record<string, number>): { topWait?: string } {
+  const topWait = topWaitOf(waits);
+  return topWait ? { topWait } : {};
+}
+
+function addWaits(into: Record<string, number>, from: Record<string, number>): void {
+  for (const [name, count] of Object.entries(from)) into[name] = (into[name] ?? 0) + count;
 }
 
 export interface LoadResult {
@@ -132,17 +153,18 @@ async function sampled<T>(probe: DatabaseProbe | undefined, processes: ProcessSe
   if (!probe) {
     const value = await work();
     await settle(probe, processes);
-    return { value, samples: 0, active: 0, lockWaits: 0, deadlocks: 0 };
+    return { value, samples: 0, active: 0, lockWaits: 0, waits: {}, deadlocks: 0 };
   }
   const deadlocksBefore = await probe.deadlocks();
   let running = true;
-  const totals = { samples: 0, active: 0, lockWaits: 0 };
+  const totals = { samples: 0, active: 0, lockWaits: 0, waits: {} as Record<string, number> };
   const sampler = (async () => {
     while (running) {
-      const { active, lockWaits } = await probe.activity();
+      const { active, lockWaits, waits } = await probe.activity();
       totals.samples++;
       totals.active += active;
       totals.lockWaits += lockWaits;
+      addWaits(totals.waits, waits);
       await sleep(samplingMs);
     }
   })();
@@ -221,7 +243,12 @@ export async function compareLoads(cases: LoadCase[], options: LoadOptions): Pro
   const cpu = new Map<string, Record<string, number>>(cases.map((load) => [load.name, {}]));
   /** Wall seconds of each case's metering windows (its runs plus their settling). */
   const wall = new Map<string, number>();
-  const db = new Map(cases.map((load) => [load.name, { samples: 0, active: 0, lockWaits: 0, deadlocks: 0 }]));
+  const db = new Map(
+    cases.map((load) => [
+      load.name,
+      { samples: 0, active: 0, lockWaits: 0, waits: {} as Record<string, number>, deadlocks: 0 },
+    ]),
+  );
   for (let round = 0; round < options.rounds; round++) {
     for (const load of cases) {
       const started = performance.now();
@@ -238,6 +265,7 @@ export async function compareLoads(cases: LoadCase[], options: LoadOptions): Pro
         dbSums.samples += activity.samples;
         dbSums.active += activity.active;
         dbSums.lockWaits += activity.lockWaits;
+        addWaits(dbSums.waits, activity.waits);
         dbSums.deadlocks += activity.deadlocks;
       }
     }
@@ -280,6 +308,7 @@ export async function compareLoads(cases: LoadCase[], options: LoadOptions): Pro
               database: {
                 active: dbSums.active / Math.max(1, dbSums.samples),
                 lockWaits: dbSums.lockWaits / Math.max(1, dbSums.samples),
+                ...optionalTopWait(dbSums.waits),
                 deadlocks: dbSums.deadlocks,
               },
             }
@@ -319,7 +348,7 @@ export async function meterWork<T>(
   const started = performance.now();
   const metered = await meterCpu(options.processes, () => sampled(options.database, options.processes, work));
   const wallSeconds = (performance.now() - started) / 1000;
-  const { value, samples, active, lockWaits, deadlocks } = metered.value;
+  const { value, samples, active, lockWaits, waits, deadlocks } = metered.value;
   const total = Object.values(metered.cpuSeconds).reduce((sum, seconds) => sum + seconds, 0);
   return {
     value,
@@ -331,6 +360,7 @@ export async function meterWork<T>(
           database: {
             active: active / Math.max(1, samples),
             lockWaits: lockWaits / Math.max(1, samples),
+            ...optionalTopWait(waits),
             deadlocks,
           },
         }

@@ -56,14 +56,16 @@ export function printCpuTable(
       ...labels,
       "total",
       "cores busy",
-      ...(withDatabase ? ["db active (avg)", "waiting on locks", "deadlocks"] : []),
+      ...(withDatabase ? ["db active (avg)", "waiting on locks", "top wait", "deadlocks"] : []),
     ],
     cases.map(([name, r]) => [
       name,
       ...labels.map((label) => r.cpuMsPerRequest[label] ?? 0),
       Object.values(r.cpuMsPerRequest).reduce((sum, ms) => sum + ms, 0),
       r.coresBusy,
-      ...(withDatabase ? [r.database?.active, r.database?.lockWaits, r.database?.deadlocks] : []),
+      ...(withDatabase
+        ? [r.database?.active, r.database?.lockWaits, r.database?.topWait ?? "-", r.database?.deadlocks]
+        : []),
     ]),
     2,
   );
