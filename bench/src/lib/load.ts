@@ -52,16 +52,23 @@ export interface DatabaseFigures {
   active: number;
   /** Average number of those waiting for a lock (row or transaction): queueing, not working. */
   lockWaits: number;
-  /** What the active backends were found doing most often, with its share of them ("CPU 61%"). */
+  /** What the active backends were found doing most often, with shares ("CPU 61%, IO:WALSync 20%"). */
   topWait?: string;
   deadlocks: number;
 }
 
-/** The most frequent of the sampled waits and its share of all samples of active backends. */
+/**
+ * The two most frequent of the sampled waits, each with its share of all samples of active
+ * backends. Two, because postgres.js pipelines its messages: a backend between a statement's
+ * messages is active in `Client:ClientRead`, which often leads and says only "the client is busy".
+ */
 function topWaitOf(waits: Record<string, number>): string | undefined {
   const total = Object.values(waits).reduce((sum, count) => sum + count, 0);
-  const [name, count] = Object.entries(waits).sort((a, b) => b[1] - a[1])[0] ?? [];
-  return name && count ? `${name} ${Math.round((100 * count) / total)}%` : undefined;
+  const top = Object.entries(waits)
+    .sort((a, b) => b[1] - a[1])
+    .slice(0, 2)
+    .map(([name, count]) => `${name} ${Math.round((100 * count) / total)}%`);
+  return top.length > 0 ? top.join(", ") : undefined;
 }
 
 function optionalTopWait(waits: Record<string, number>): { topWait?: string } {
