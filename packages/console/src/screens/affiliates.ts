@@ -3,10 +3,10 @@
  * email, referral code or external id, and one partnership's detail: its figures, commissions,
  * payouts, and a portal link made from a fresh token.
  */
+
+import { fill, formatCount, formatDate, h, label, money } from "@affiliate/browser-kit";
 import { type AffiliateClient, type ItemOf, NotFoundError } from "@affiliate/client";
 import { attempt, type Screen, type ScreenContext } from "../context.js";
-import { fill, h } from "../dom.js";
-import { formatCount, formatDate, label, money } from "../format.js";
 import {
   actionButton,
   amountCell,

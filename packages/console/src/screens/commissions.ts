@@ -2,10 +2,10 @@
  * Commissions: every commission with filters (status, affiliate, payout), approve one before its
  * hold ends or reject it; and the review queue: commissions a fraud signal held, decided here.
  */
+
+import { fill, formatDate, h, label, money } from "@affiliate/browser-kit";
 import type { ItemOf } from "@affiliate/client";
 import { attempt, type Screen, type ScreenContext } from "../context.js";
-import { fill, h } from "../dom.js";
-import { formatDate, label, money } from "../format.js";
 import {
   actionButton,
   amountCell,

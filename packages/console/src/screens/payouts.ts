@@ -3,10 +3,10 @@
  * paid (with the transfer's reference) or failed; the money moves outside, through the provider's
  * file, exported and imported here.
  */
+
+import { fill, formatDate, h, label, money } from "@affiliate/browser-kit";
 import { type ItemOf, ValidationError } from "@affiliate/client";
 import { attempt, type Screen, type ScreenContext } from "../context.js";
-import { fill, h } from "../dom.js";
-import { formatDate, label, money } from "../format.js";
 import {
   actionButton,
   amountCell,
