@@ -32,11 +32,15 @@ function endpoint<Id extends OperationId, Method extends (...args: never[]) => u
   return Object.assign(method, { operationId });
 }
 
-/** A list operation as a PagedList: awaited for its first page, iterated for every item. */
+/**
+ * A list operation as a PagedList: awaited for its first page, iterated for every item. A list
+ * asked for with a `cursor` (a page the caller kept from an earlier answer) starts there.
+ */
 function list<Id extends OperationId>(
   fetchPage: (cursor: string | undefined) => Promise<ResultOf<Id>>,
+  start?: string,
 ): PagedList<ItemOf<Id>, Page<Id>> {
-  return new PagedList<ItemOf<Id>, Page<Id>>(fetchPage as (cursor: string | undefined) => Promise<Page<Id>>);
+  return new PagedList<ItemOf<Id>, Page<Id>>((cursor) => fetchPage(cursor ?? start) as Promise<Page<Id>>);
 }
 
 /**
@@ -68,7 +72,10 @@ export function createResources(call: Call) {
         call("bulkRegisterAffiliates", { body, ...options }),
       ),
       list: endpoint("listAffiliates", (query?: Query<"listAffiliates">, options?: CallOptions) =>
-        list<"listAffiliates">((cursor) => call("listAffiliates", { query: { ...query, cursor }, ...options })),
+        list<"listAffiliates">(
+          (cursor) => call("listAffiliates", { query: { ...query, cursor }, ...options }),
+          query?.cursor,
+        ),
       ),
       get: endpoint("getAffiliate", (id: string, options?: CallOptions) =>
         call("getAffiliate", { params: { id }, ...options }),
@@ -133,8 +140,9 @@ export function createResources(call: Call) {
       ),
       commissions: {
         list: endpoint("listAffiliateCommissions", (query?: Query<"listAffiliateCommissions">, options?: CallOptions) =>
-          list<"listAffiliateCommissions">((cursor) =>
-            call("listAffiliateCommissions", { query: { ...query, cursor }, ...options }),
+          list<"listAffiliateCommissions">(
+            (cursor) => call("listAffiliateCommissions", { query: { ...query, cursor }, ...options }),
+            query?.cursor,
           ),
         ),
         get: endpoint("getAffiliateCommission", (id: string, options?: CallOptions) =>
@@ -143,8 +151,9 @@ export function createResources(call: Call) {
       },
       payouts: {
         list: endpoint("listAffiliatePayouts", (query?: Query<"listAffiliatePayouts">, options?: CallOptions) =>
-          list<"listAffiliatePayouts">((cursor) =>
-            call("listAffiliatePayouts", { query: { ...query, cursor }, ...options }),
+          list<"listAffiliatePayouts">(
+            (cursor) => call("listAffiliatePayouts", { query: { ...query, cursor }, ...options }),
+            query?.cursor,
           ),
         ),
         /** The payout with its lines, which sum exactly to its amount. */
@@ -168,7 +177,10 @@ export function createResources(call: Call) {
 
     commissions: {
       list: endpoint("listCommissions", (query?: Query<"listCommissions">, options?: CallOptions) =>
-        list<"listCommissions">((cursor) => call("listCommissions", { query: { ...query, cursor }, ...options })),
+        list<"listCommissions">(
+          (cursor) => call("listCommissions", { query: { ...query, cursor }, ...options }),
+          query?.cursor,
+        ),
       ),
       get: endpoint("getCommission", (id: string, options?: CallOptions) =>
         call("getCommission", { params: { id }, ...options }),
@@ -203,7 +215,10 @@ export function createResources(call: Call) {
         call("generatePayouts", { body, ...options }),
       ),
       list: endpoint("listPayouts", (query?: Query<"listPayouts">, options?: CallOptions) =>
-        list<"listPayouts">((cursor) => call("listPayouts", { query: { ...query, cursor }, ...options })),
+        list<"listPayouts">(
+          (cursor) => call("listPayouts", { query: { ...query, cursor }, ...options }),
+          query?.cursor,
+        ),
       ),
       get: endpoint("getPayout", (id: string, options?: CallOptions) =>
         call("getPayout", { params: { id }, ...options }),
@@ -272,8 +287,9 @@ export function createResources(call: Call) {
       ),
       deliveries: {
         list: endpoint("listDeliveries", (id: string, query?: Query<"listDeliveries">, options?: CallOptions) =>
-          list<"listDeliveries">((cursor) =>
-            call("listDeliveries", { params: { id }, query: { ...query, cursor }, ...options }),
+          list<"listDeliveries">(
+            (cursor) => call("listDeliveries", { params: { id }, query: { ...query, cursor }, ...options }),
+            query?.cursor,
           ),
         ),
         get: endpoint("getDelivery", (id: string, deliveryId: string, options?: CallOptions) =>
@@ -312,7 +328,10 @@ export function createResources(call: Call) {
         ),
         events: {
           list: endpoint("listStripeEvents", (query?: Query<"listStripeEvents">, options?: CallOptions) =>
-            list<"listStripeEvents">((cursor) => call("listStripeEvents", { query: { ...query, cursor }, ...options })),
+            list<"listStripeEvents">(
+              (cursor) => call("listStripeEvents", { query: { ...query, cursor }, ...options }),
+              query?.cursor,
+            ),
           ),
           retry: endpoint("retryStripeEvent", (id: string, options?: CallOptions) =>
             call("retryStripeEvent", { params: { id }, ...options }),

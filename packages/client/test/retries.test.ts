@@ -299,6 +299,25 @@ describe("requests", () => {
     expect(seen.map((request) => request.headers["x-api-key"])).toEqual(["sk_live_test", "sk_live_test", undefined]);
   });
 
+  it("starts a list at the cursor its query gives, then follows the pages from there", async () => {
+    const { client, seen } = await clientOf((index) => ({
+      status: 200,
+      body: {
+        data: [{ id: `com_${index}` }],
+        pagination: index === 1 ? { next_cursor: "c3", has_more: true } : { next_cursor: null, has_more: false },
+      },
+    }));
+    await client.affiliate.commissions.list({ limit: 20, cursor: "c2" });
+    const pages = [];
+    for await (const page of client.commissions.list({ cursor: "c2" }).pages()) pages.push(page.data);
+    expect(seen.map((request) => request.url)).toEqual([
+      "/affiliate/v1/commissions?limit=20&cursor=c2",
+      "/api/v1/commissions?cursor=c2",
+      "/api/v1/commissions?cursor=c3",
+    ]);
+    expect(pages).toEqual([[{ id: "com_1" }], [{ id: "com_2" }]]);
+  });
+
   it("writes bigint amounts as JSON integers", async () => {
     const { client, seen } = await clientOf(() => tracked);
     await client.events.track({ type: "payment", amount_cents: 100_000_000_000n, external_id: "ch_1" });

@@ -2,9 +2,10 @@
  * The console's start: the sign-in form, then the screens under a navigation bar, one per `#/name` of the address. An ended session, however it
  * ended (expiry, sign-out elsewhere, a key rotation), comes back here with a message.
  */
+import "@affiliate/browser-kit/styles.css";
 import "./styles.css";
+import { fill, h } from "@affiliate/browser-kit";
 import type { Screen, ScreenContext } from "./context.js";
-import { fill, h } from "./dom.js";
 import { expiredMessage, explain, isSignedOut } from "./messages.js";
 import { affiliatesScreen } from "./screens/affiliates.js";
 import { commissionsScreen } from "./screens/commissions.js";

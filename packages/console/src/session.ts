@@ -4,6 +4,7 @@
  * address bar, so a reload or a closed tab ends it and nothing is left for the next person at the
  * screen. Every call goes through @affiliate/client, the client merchants use.
  */
+import { ownOriginFetch } from "@affiliate/browser-kit";
 import { AffiliateClient } from "@affiliate/client";
 
 export interface Session {
@@ -22,7 +23,12 @@ const sessionSeconds = 8 * 3600;
  * client made with it is dropped when this returns.
  */
 export async function openSession(secretKey: string): Promise<Session> {
-  const withKey = new AffiliateClient({ baseUrl: baseUrl(), apiKey: secretKey, retry: { maxAttempts: 3 } });
+  const withKey = new AffiliateClient({
+    baseUrl: baseUrl(),
+    apiKey: secretKey,
+    retry: { maxAttempts: 3 },
+    fetch: ownOriginFetch,
+  });
   const { data } = await withKey.console.sessions.open({ ttl_seconds: sessionSeconds });
   return sessionOf(data.token, data.expires_at);
 }
@@ -30,7 +36,12 @@ export async function openSession(secretKey: string): Promise<Session> {
 /** A session from its token: every call of its client is signed in with it. */
 export function sessionOf(token: string, expiresAt: string): Session {
   return {
-    client: new AffiliateClient({ baseUrl: baseUrl(), consoleToken: token, retry: { maxAttempts: 3 } }),
+    client: new AffiliateClient({
+      baseUrl: baseUrl(),
+      consoleToken: token,
+      retry: { maxAttempts: 3 },
+      fetch: ownOriginFetch,
+    }),
     expiresAt: new Date(expiresAt),
   };
 }

@@ -1,5 +1,5 @@
 /** The sign-in form: a secret key pasted once, exchanged for a session; the key is not kept. */
-import { h } from "./dom.js";
+import { h } from "@affiliate/browser-kit";
 
 export function signInView(options: {
   alert?: string;

@@ -3,7 +3,7 @@
  * what a destructive action will do before it does it, buttons that cannot be pressed twice while
  * their request runs, and tables that fit a phone by scrolling inside themselves.
  */
-import { h } from "./dom.js";
+import { h } from "@affiliate/browser-kit";
 
 type Child = Node | string | null | undefined | false;
 

@@ -2,10 +2,11 @@
  * The portal's start: sign in from the address's fragment (`#token=` from the merchant's app,
  * `#code=` from an emailed link), else from the session kept in this tab, else the email form.
  */
+import "@affiliate/browser-kit/styles.css";
 import "./styles.css";
-import { AffiliateApi, exchangeSignInCode } from "./api.js";
-import { Dashboard } from "./dashboard.js";
-import { fill } from "./dom.js";
+import { fill } from "@affiliate/browser-kit";
+import { affiliateClient } from "./client.js";
+import { Dashboard } from "./dashboard/dashboard.js";
 import { expiredMessage, explain, isSignedOut, usedCodeMessage } from "./messages.js";
 import { forgetSession, hasExpired, type Session, savedSession, saveSession, takeSignInFragment } from "./session.js";
 import { signInView, signingInView } from "./sign-in.js";
@@ -24,7 +25,7 @@ function showSignIn(message: { alert?: string; notice?: string } = {}) {
 
 function showDashboard(session: Session) {
   const dashboard = new Dashboard({
-    api: new AffiliateApi(session.token),
+    client: affiliateClient(session.token),
     onSignOut: () => showSignIn({ notice: "You are signed out. Use your sign-in link again, or ask for a new one." }),
     onExpired: () => showSignIn({ alert: expiredMessage }),
   });
@@ -44,7 +45,7 @@ async function start() {
   if (fragment.code) {
     fill(app, signingInView());
     try {
-      const issued = await exchangeSignInCode(fragment.code);
+      const { data: issued } = await affiliateClient().affiliate.login.exchange({ code: fragment.code });
       saveSession(issued);
       showDashboard(issued);
     } catch (error) {

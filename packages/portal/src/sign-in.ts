@@ -2,8 +2,8 @@
  * Signing in without a link: the program's id and the affiliate's email. The API answers alike
  * whether or not the email belongs to an affiliate, so the page says what happens if it does.
  */
-import { requestSignInLink } from "./api.js";
-import { fill, h } from "./dom.js";
+import { fill, h } from "@affiliate/browser-kit";
+import { affiliateClient } from "./client.js";
 import { explain } from "./messages.js";
 
 export function signInView(options: { productId?: string; alert?: string; notice?: string }): HTMLElement {
@@ -61,7 +61,7 @@ export function signInView(options: { productId?: string; alert?: string; notice
     submit.disabled = true;
     fill(feedback, h("p", { class: "muted" }, "Sending…"));
     try {
-      await requestSignInLink(productId, address);
+      await affiliateClient().affiliate.login.request({ product_id: productId, email: address });
       fill(
         feedback,
         h(

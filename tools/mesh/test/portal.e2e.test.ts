@@ -420,40 +420,62 @@ describe("the affiliate portal in a browser", () => {
     }
   });
 
-  it("writes an amount beyond 2^53 exactly, shows a hold reason, and says what to do when a section fails or is empty", async () => {
+  it("writes an int64 amount beyond 2^53 exactly, shows a hold reason, waits out a busy service, and says what to do when a section fails or is empty", async () => {
     const token = await mintToken();
     const { context, page } = await openBrowser(1280);
     try {
-      // Answers the mesh cannot give yet (the ledger records no hold reasons, and no payment is
-      // that large), written as the API writes them: the amount as a bare JSON integer.
-      const held = `{"data":[{"id":"com_held","status":"pending","level":1,"amount_cents":9007199254740993,"payment_amount_cents":45035996273704965,"hold_until":"2030-01-31T00:00:00.000Z","hold_reason":"Payment disputed by the customer","created_at":"2030-01-01T00:00:00.000Z","payout_id":null,"rule":null,"refund_reason":null,"customer":"d***@example.com"}],"pagination":{"next_cursor":null,"has_more":false}}`;
+      // Answers the mesh cannot give yet (the ledger records no hold reasons, and no payout is
+      // that large), written as the API writes them: an int64 sum as a bare JSON integer.
+      const held = `{"data":[{"id":"com_held","status":"pending","level":1,"amount_cents":4500,"payment_amount_cents":45000,"hold_until":"2030-01-31T00:00:00.000Z","hold_reason":"Payment disputed by the customer","created_at":"2030-01-01T00:00:00.000Z","payout_id":null,"rule":null,"refund_reason":null,"customer":"d***@example.com"}],"pagination":{"next_cursor":null,"has_more":false}}`;
+      const large = `{"data":[{"id":"po_large","status":"completed","amount_cents":9007199254740993,"adjustment_cents":-7,"commission_count":1,"created_at":"2030-01-01T00:00:00.000Z","approved_at":"2030-01-01T00:00:00.000Z","paid_at":"2030-01-02T00:00:00.000Z","lines":[{"kind":"commission","id":"com_large","amount_cents":9007199254741000,"description":"Commission com_large"},{"kind":"adjustment","id":"adj_large","amount_cents":-7,"description":"Clawback of com_refunded"}]}],"pagination":{"next_cursor":null,"has_more":false}}`;
+      const busy = {
+        status: 503,
+        headers: { "retry-after": "1" },
+        contentType: "application/json",
+        body: '{"error":"Service unavailable"}',
+      };
       await page.route("**/affiliate/v1/commissions?*", (route) =>
         route.fulfill({ status: 200, contentType: "application/json", body: held }),
       );
-      // The payouts section's first read fails as a busy service answers; its retry goes through.
+      // The payouts' read meets a busy service twice: the client waits out each 503 for its
+      // Retry-After and asks again (the contract's retries), so the page never shows a failure.
       let payoutReads = 0;
       await page.route("**/affiliate/v1/payouts?*", (route) =>
-        ++payoutReads === 1
-          ? route.fulfill({
-              status: 503,
-              headers: { "retry-after": "1" },
-              contentType: "application/json",
-              body: '{"error":"Service unavailable"}',
-            })
-          : route.continue(),
+        ++payoutReads < 3
+          ? route.fulfill(busy)
+          : route.fulfill({ status: 200, contentType: "application/json", body: large }),
       );
       await page.goto(`${mesh.gatewayUrl}/portal#token=${token}`);
 
       const commission = page.locator('[data-commission="com_held"]');
-      await settled(() => commission.locator(".amount").textContent()).toBe("$90,071,992,547,409.93");
-      expect(await commission.textContent()).toContain("On a $450,359,962,737,049.65 payment");
+      await settled(() => commission.locator(".amount").textContent()).toBe("$45.00");
+      expect(await commission.textContent()).toContain("On a $450.00 payment");
       expect(await commission.textContent()).toContain("On hold: Payment disputed by the customer");
       expect(await commission.textContent()).toContain("Held until Jan 31, 2030");
 
       const payouts = page.getByRole("region", { name: "Payouts" });
+      const largePayout = payouts.locator('[data-payout="po_large"]');
+      await settled(() => largePayout.locator(".amount").first().textContent()).toBe("$90,071,992,547,409.93");
+      expect(payoutReads).toBe(3);
+      expect(await payouts.getByRole("alert").count()).toBe(0);
+      await largePayout.getByRole("button").click();
+      expect(await largePayout.locator('[data-line="com_large"] td.amount').textContent()).toBe(
+        "$90,071,992,547,410.00",
+      );
+      expect(await largePayout.locator("tfoot td.amount").textContent()).toBe("$90,071,992,547,409.93");
+
+      // Still busy after the client's three attempts: the section says so, and its "Try again"
+      // goes through.
+      await page.unroute("**/affiliate/v1/payouts?*");
+      let busyAnswers = 3;
+      await page.route("**/affiliate/v1/payouts?*", (route) =>
+        busyAnswers-- > 0 ? route.fulfill(busy) : route.continue(),
+      );
+      await page.reload();
       await settled(() => payouts.getByRole("alert").textContent()).toContain(
         "The service is briefly unavailable. Try again in a moment.",
       );
+      expect(busyAnswers).toBe(0);
       await payouts.getByRole("button", { name: "Try again" }).click();
       await settled(() => payouts.locator(`[data-payout="${made.clawbackPayoutId}"]`).count()).toBe(1);
       expect(await payouts.getByRole("alert").count()).toBe(0);

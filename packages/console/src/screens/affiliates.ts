@@ -3,22 +3,12 @@
  * email, referral code or external id, and one partnership's detail: its figures, commissions,
  * payouts, and a portal link made from a fresh token.
  */
+
+import { fill, formatCount, formatDate, h, money } from "@affiliate/browser-kit";
 import { type AffiliateClient, type ItemOf, NotFoundError } from "@affiliate/client";
 import { attempt, type Screen, type ScreenContext } from "../context.js";
-import { fill, h } from "../dom.js";
-import { formatCount, formatDate, label, money } from "../format.js";
-import {
-  actionButton,
-  amountCell,
-  badge,
-  cell,
-  confirmAction,
-  field,
-  StatusLine,
-  section,
-  select,
-  table,
-} from "../ui.js";
+import { statusFilter } from "../list-screen.js";
+import { actionButton, amountCell, badge, cell, confirmAction, field, StatusLine, section, table } from "../ui.js";
 
 type Partnership = ItemOf<"listAffiliates">;
 
@@ -37,19 +27,12 @@ function affiliatesList(context: ScreenContext): HTMLElement {
     type: "search",
     placeholder: "ada@example.com, ADA20 or user_42",
   });
-  const statusFilter = select(
-    [
-      { value: "", text: "Any status" },
-      ...["pending", "active", "rejected", "removed"].map((value) => ({ value, text: label(value) })),
-    ],
-    "",
-  );
-  statusFilter.id = "affiliate-status";
+  const statusChoice = statusFilter("affiliate-status", ["pending", "active", "rejected", "removed"]);
   const searchForm = h(
     "form",
     { class: "filters", role: "search", "aria-label": "Search affiliates" },
     field("Email, referral code or external id", query),
-    field("Status", statusFilter),
+    field("Status", statusChoice),
     h("button", { type: "submit" }, "Search"),
   );
 
@@ -71,7 +54,7 @@ function affiliatesList(context: ScreenContext): HTMLElement {
 
   const loadResults = async () => {
     const found = await attempt(context, status, () =>
-      search(context.client, query.value.trim(), statusFilter.value as Partnership["status"] | ""),
+      search(context.client, query.value.trim(), statusChoice.value as Partnership["status"] | ""),
     );
     if (!found) return;
     fill(

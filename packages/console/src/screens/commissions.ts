@@ -2,77 +2,47 @@
  * Commissions: every commission with filters (status, affiliate, payout), approve one before its
  * hold ends or reject it; and the review queue: commissions a fraud signal held, decided here.
  */
+
+import { fill, formatDate, h, money } from "@affiliate/browser-kit";
 import type { ItemOf } from "@affiliate/client";
 import { attempt, type Screen, type ScreenContext } from "../context.js";
-import { fill, h } from "../dom.js";
-import { formatDate, label, money } from "../format.js";
-import {
-  actionButton,
-  amountCell,
-  badge,
-  cell,
-  confirmAction,
-  field,
-  StatusLine,
-  section,
-  select,
-  table,
-} from "../ui.js";
+import { type PagedTable, pagedTable, statusFilter } from "../list-screen.js";
+import { actionButton, amountCell, badge, cell, confirmAction, field, StatusLine, section, table } from "../ui.js";
 
 type Commission = ItemOf<"listCommissions">;
 type CommissionStatus = Commission["status"];
 
 export const commissionsScreen: Screen = (context) => {
   const status = new StatusLine();
-  const list = h("div", {}, h("p", { class: "loading" }, "Loading…"));
-  const statusFilter = select(
-    [
-      { value: "", text: "Any status" },
-      ...["pending", "approved", "paid", "rejected", "refunded"].map((value) => ({ value, text: label(value) })),
-    ],
-    "",
-  );
-  statusFilter.id = "commission-status";
+  const statusChoice = statusFilter("commission-status", ["pending", "approved", "paid", "rejected", "refunded"]);
   const partnership = h("input", { id: "commission-partnership", type: "text", placeholder: "ptn_…" });
   const payout = h("input", { id: "commission-payout", type: "text", placeholder: "po_…" });
   const form = h(
     "form",
     { class: "filters", "aria-label": "Filter commissions" },
-    field("Status", statusFilter),
+    field("Status", statusChoice),
     field("Affiliate (partnership id)", partnership),
     field("Payout id", payout),
     h("button", { type: "submit" }, "Filter"),
   );
-  let cursor: string | undefined;
-  const more = actionButton("Show more", () => load(true), { class: "secondary" });
-
-  const load = async (next = false) => {
-    const query = {
-      limit: 50,
-      ...(statusFilter.value ? { status: statusFilter.value as CommissionStatus } : {}),
-      ...(partnership.value.trim() ? { partnership_id: partnership.value.trim() } : {}),
-      ...(payout.value.trim() ? { payout_id: payout.value.trim() } : {}),
-      ...(next && cursor ? { cursor } : {}),
-    };
-    const page = await attempt(context, status, () => context.client.commissions.list(query));
-    if (!page) return;
-    cursor = page.pagination.next_cursor ?? undefined;
-    const rows = page.data.map((commission) => commissionRow(context, status, commission, () => void load()));
-    if (next) list.querySelector("tbody")?.append(...rows);
-    else
-      fill(
-        list,
-        table(
-          ["Commission", "Affiliate", "Level", "Status", "Amount", "Payment", "Created", ""],
-          rows,
-          "No commission matches.",
-        ),
-      );
-    more.hidden = !page.pagination.has_more;
-  };
+  const list: PagedTable = pagedTable<Commission>({
+    context,
+    status,
+    headings: ["Commission", "Affiliate", "Level", "Status", "Amount", "Payment", "Created", ""],
+    fetchPage: (cursor) =>
+      context.client.commissions.list({
+        limit: 50,
+        ...(statusChoice.value ? { status: statusChoice.value as CommissionStatus } : {}),
+        ...(partnership.value.trim() ? { partnership_id: partnership.value.trim() } : {}),
+        ...(payout.value.trim() ? { payout_id: payout.value.trim() } : {}),
+        cursor,
+      }),
+    row: (commission) => commissionRow(context, status, commission, () => void list.load()),
+    empty: () => "No commission matches.",
+  });
   form.addEventListener("submit", (event) => {
     event.preventDefault();
-    void load();
+    void list.load();
   });
 
   const queue = h("div", { class: "review-queue" }, h("p", { class: "loading" }, "Loading…"));
@@ -84,7 +54,7 @@ export const commissionsScreen: Screen = (context) => {
       table(
         ["Commission", "Affiliate", "Amount", "Signals", "Decide"],
         page.data.map((commission) =>
-          reviewRow(context, status, commission, () => void Promise.all([loadQueue(), load()])),
+          reviewRow(context, status, commission, () => void Promise.all([loadQueue(), list.load()])),
         ),
         "Nothing waits for review.",
       ),
@@ -92,7 +62,7 @@ export const commissionsScreen: Screen = (context) => {
   };
 
   void loadQueue();
-  void load();
+  void list.load();
   return h(
     "div",
     { class: "screen" },
@@ -103,7 +73,7 @@ export const commissionsScreen: Screen = (context) => {
       h("p", {}, "Commissions a fraud signal held: they are not approved or paid until you decide."),
       queue,
     ),
-    section("Commissions", form, list, more),
+    section("Commissions", form, list.element),
   );
 };
 

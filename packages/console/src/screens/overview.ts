@@ -3,11 +3,20 @@
  * chart of revenue and commissions (contract section 10). Money is exact: bigint cents.
  */
 
-import { dailyChart } from "../chart.js";
+import {
+  dailyChart,
+  figureCard,
+  fill,
+  formatCount,
+  formatDay,
+  formatRate,
+  h,
+  money,
+  type Period,
+  periodOf,
+  periods,
+} from "@affiliate/browser-kit";
 import { attempt, type Screen } from "../context.js";
-import { fill, h } from "../dom.js";
-import { formatCount, formatDay, formatRate, money, type Period, periods } from "../format.js";
-import { changeAgainst } from "../money.js";
 import { StatusLine, section } from "../ui.js";
 
 const asBig = (value: number | bigint) => (typeof value === "bigint" ? value : BigInt(value));
@@ -41,50 +50,47 @@ export const overviewScreen: Screen = (context) => {
     );
     if (!result || chosen !== period) return;
     const [{ data: stats }, { data: series }] = result;
-    const previous = periods.find((option) => option.value === chosen)?.previous ?? "previous period";
-    const card = (name: string, title: string, value: string, current: bigint, before: bigint | undefined) => {
-      const change = before === undefined ? undefined : changeAgainst(current, before);
-      return h(
-        "div",
-        { class: "kpi", "data-kpi": name },
-        h("p", { class: "kpi-title" }, title),
-        h("p", { class: "kpi-value" }, value),
-        change ? h("p", { class: `kpi-change ${change.direction}` }, `${change.text} vs ${previous}`) : null,
-      );
-    };
+    const previous = periodOf(chosen).previous;
+    const compared = (current: number | bigint, before: number | bigint) => ({
+      current: asBig(current),
+      before: asBig(before),
+      previous,
+    });
+    const earlier = stats.previous_period;
     fill(
       cards,
-      card("clicks", "Clicks", formatCount(stats.clicks), asBig(stats.clicks), asBig(stats.previous_period.clicks)),
-      card(
-        "signups",
-        "Signups",
-        formatCount(stats.signups),
-        asBig(stats.signups),
-        asBig(stats.previous_period.signups),
-      ),
-      card(
-        "conversions",
-        "Conversions",
-        formatCount(stats.conversions),
-        asBig(stats.conversions),
-        asBig(stats.previous_period.conversions),
-      ),
-      card(
-        "revenue",
-        "Referred revenue",
-        money(stats.revenue_cents, context.currency),
-        asBig(stats.revenue_cents),
-        asBig(stats.previous_period.revenue_cents),
-      ),
-      card(
-        "commissions",
-        "Commissions",
-        money(stats.commissions_cents, context.currency),
-        asBig(stats.commissions_cents),
-        asBig(stats.previous_period.commissions_cents),
-      ),
-      card("conversion_rate", "Conversion rate", formatRate(stats.conversion_rate), 0n, undefined),
-      card("active_affiliates", "Active affiliates", formatCount(stats.active_affiliates), 0n, undefined),
+      figureCard({
+        key: "clicks",
+        title: "Clicks",
+        value: formatCount(stats.clicks),
+        change: compared(stats.clicks, earlier.clicks),
+      }),
+      figureCard({
+        key: "signups",
+        title: "Signups",
+        value: formatCount(stats.signups),
+        change: compared(stats.signups, earlier.signups),
+      }),
+      figureCard({
+        key: "conversions",
+        title: "Conversions",
+        value: formatCount(stats.conversions),
+        change: compared(stats.conversions, earlier.conversions),
+      }),
+      figureCard({
+        key: "revenue",
+        title: "Referred revenue",
+        value: money(stats.revenue_cents, context.currency),
+        change: compared(stats.revenue_cents, earlier.revenue_cents),
+      }),
+      figureCard({
+        key: "commissions",
+        title: "Commissions",
+        value: money(stats.commissions_cents, context.currency),
+        change: compared(stats.commissions_cents, earlier.commissions_cents),
+      }),
+      figureCard({ key: "conversion_rate", title: "Conversion rate", value: formatRate(stats.conversion_rate) }),
+      figureCard({ key: "active_affiliates", title: "Active affiliates", value: formatCount(stats.active_affiliates) }),
     );
     fill(
       chart,

@@ -3,10 +3,11 @@
  * paid (with the transfer's reference) or failed; the money moves outside, through the provider's
  * file, exported and imported here.
  */
+
+import { fill, formatDate, h, label, money } from "@affiliate/browser-kit";
 import { type ItemOf, ValidationError } from "@affiliate/client";
 import { attempt, type Screen, type ScreenContext } from "../context.js";
-import { fill, h } from "../dom.js";
-import { formatDate, label, money } from "../format.js";
+import { type PagedTable, pagedTable, statusFilter } from "../list-screen.js";
 import {
   actionButton,
   amountCell,
@@ -25,38 +26,26 @@ type PayoutStatus = Payout["status"];
 
 export const payoutsScreen: Screen = (context) => {
   const status = new StatusLine();
-  const list = h("div", {}, h("p", { class: "loading" }, "Loading…"));
-  const statusFilter = select(
-    [
-      { value: "", text: "Any status" },
-      ...["pending", "approved", "failed", "processing", "completed"].map((value) => ({ value, text: label(value) })),
-    ],
-    "",
-  );
-  statusFilter.id = "payout-status";
-
-  const load = async () => {
-    const filter = statusFilter.value as PayoutStatus | "";
-    const page = await attempt(context, status, () =>
-      context.client.payouts.list({
+  const statusChoice = statusFilter("payout-status", ["pending", "approved", "failed", "processing", "completed"]);
+  const list: PagedTable = pagedTable<Payout>({
+    context,
+    status,
+    headings: ["Payout", "Affiliate", "Status", "Commissions", "Amount", "Created", "Paid", ""],
+    fetchPage: (cursor) => {
+      const chosen = statusChoice.value as PayoutStatus | "";
+      return context.client.payouts.list({
         limit: 100,
-        ...(filter ? { status: filter as Exclude<PayoutStatus, "rejected"> } : {}),
-      }),
-    );
-    if (!page) return;
-    fill(
-      list,
-      table(
-        ["Payout", "Affiliate", "Status", "Commissions", "Amount", "Created", "Paid", ""],
-        page.data.map((payout) => payoutRow(context, status, payout, () => void load())),
-        filter ? `No ${filter} payout.` : "No payout yet: generate them once commissions are approved.",
-      ),
-      page.pagination.has_more
-        ? h("p", { class: "hint" }, "Showing the 100 newest; filter by status to see others.")
-        : null,
-    );
-  };
-  statusFilter.addEventListener("change", () => void load());
+        ...(chosen ? { status: chosen as Exclude<PayoutStatus, "rejected"> } : {}),
+        cursor,
+      });
+    },
+    row: (payout) => payoutRow(context, status, payout, () => void list.load()),
+    empty: () =>
+      statusChoice.value
+        ? `No ${statusChoice.value} payout.`
+        : "No payout yet: generate them once commissions are approved.",
+  });
+  statusChoice.addEventListener("change", () => void list.load());
 
   const generate = actionButton("Generate payouts", async () => {
     const generated = await attempt(
@@ -68,10 +57,10 @@ export const payoutsScreen: Screen = (context) => {
           ? "No new payout: no active affiliate has approved commissions above the payout minimum."
           : `Generated ${result.data.length} payout(s), pending your approval.`,
     );
-    if (generated) await load();
+    if (generated) await list.load();
   });
 
-  void load();
+  void list.load();
   return h(
     "div",
     { class: "screen" },
@@ -84,10 +73,10 @@ export const payoutsScreen: Screen = (context) => {
         {},
         "Generating bundles every active affiliate's approved commissions (net of clawbacks) into one pending payout each, when the total reaches the program's minimum.",
       ),
-      h("div", { class: "toolbar" }, generate, field("Status", statusFilter)),
-      list,
+      h("div", { class: "toolbar" }, generate, field("Status", statusChoice)),
+      list.element,
     ),
-    payoutFiles(context, status, () => void load()),
+    payoutFiles(context, status, () => void list.load()),
   );
 };
 

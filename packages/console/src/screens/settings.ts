@@ -2,9 +2,10 @@
  * Settings: the program's terms (rate, hold, payout minimum, attribution window, approval, the
  * referral link), a preview of what a payment would earn under them, and the keys.
  */
+
+import { fill, h, money } from "@affiliate/browser-kit";
 import { attempt, type Screen } from "../context.js";
-import { fill, h } from "../dom.js";
-import { money, parseCents } from "../format.js";
+import { parseCents } from "../format.js";
 import { actionButton, amountCell, cell, confirmAction, field, StatusLine, section, select, table } from "../ui.js";
 
 /** Basis points as a percent a person reads and types ("20" or "12.5"), and back. */

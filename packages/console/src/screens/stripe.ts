@@ -2,10 +2,11 @@
  * Stripe: whether it is connected and where Stripe should send events, the events received with
  * their outcome and detail (filter the failed ones), retry a failed event, reconcile with Stripe.
  */
+
+import { fill, formatCount, h, label } from "@affiliate/browser-kit";
 import { type ItemOf, NotFoundError } from "@affiliate/client";
 import { attempt, type Screen } from "../context.js";
-import { fill, h } from "../dom.js";
-import { formatCount, formatTime, label } from "../format.js";
+import { formatTime } from "../format.js";
 import { actionButton, badge, cell, confirmAction, field, StatusLine, section, select, table } from "../ui.js";
 
 type StripeEvent = ItemOf<"listStripeEvents">;

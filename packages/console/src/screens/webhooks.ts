@@ -3,9 +3,10 @@
  * endpoint its delivery log: each delivery's status and last error, and opened, every attempt with
  * its status code, time and error; resend a delivery, send a test event, add or delete endpoints.
  */
+
+import { fill, h } from "@affiliate/browser-kit";
 import type { ItemOf } from "@affiliate/client";
 import { attempt, type Screen, type ScreenContext } from "../context.js";
-import { fill, h } from "../dom.js";
 import { formatTime } from "../format.js";
 import { actionButton, badge, cell, confirmAction, field, StatusLine, section, table } from "../ui.js";
 

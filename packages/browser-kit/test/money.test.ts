@@ -1,23 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { parseExactJson } from "../src/exact-json.js";
-import { changeAgainst, formatCents, scaled } from "../src/money.js";
-
-describe("amounts read from the API", () => {
-  it("reads every _cents field as an exact bigint, beyond 2^53 too", () => {
-    const text = '{"data":{"amount_cents":9007199254740993,"lines":[{"amount_cents":-12345678901234567}],"clicks":3}}';
-    expect(parseExactJson(text)).toEqual({
-      data: { amount_cents: 9007199254740993n, lines: [{ amount_cents: -12345678901234567n }], clicks: 3 },
-    });
-  });
-
-  it("leaves other numbers and strings that look like amounts alone", () => {
-    expect(parseExactJson('{"conversion_rate":0.25,"description":"\\"amount_cents\\":5","note_cents":"7"}')).toEqual({
-      conversion_rate: 0.25,
-      description: '"amount_cents":5',
-      note_cents: "7",
-    });
-  });
-});
+import { changeAgainst, formatCents, money, scaled } from "../src/money.js";
 
 describe("formatCents", () => {
   it("writes cents exactly in the currency, at any size", () => {
@@ -39,6 +21,14 @@ describe("formatCents", () => {
 
   it("still writes an amount in a currency Intl does not know", () => {
     expect(formatCents(-1999n, "zz!", "en-US")).toBe("-19.99 ZZ!");
+  });
+});
+
+describe("money", () => {
+  it("writes an int64 sum (bigint) and a single amount (number) alike, exactly", () => {
+    expect(money(6469, "usd")).toBe("$64.69");
+    expect(money(-50, "usd")).toBe("-$0.50");
+    expect(money(900_719_925_474_099_301n, "usd")).toBe("$9,007,199,254,740,993.01");
   });
 });
 

@@ -3,17 +3,20 @@
  * and a form to set a PayPal email or Wise details. Problems come back field by field from the
  * API (the platform's one rule), and each is shown beside its field.
  */
-import { type AffiliateApi, ApiError, type PayoutMethod, type PayoutMethodBody } from "./api.js";
-import { fill, h } from "./dom.js";
-import { explain } from "./messages.js";
+
+import { fill, h } from "@affiliate/browser-kit";
+import { NotFoundError, ValidationError } from "@affiliate/client";
+import type { PayoutMethod, PayoutMethodBody } from "../client.js";
+import { explain } from "../messages.js";
+import { card, type DashboardContext, type Section } from "./section.js";
 
 type Field = HTMLInputElement | HTMLSelectElement;
 
-export class PayoutMethodCard {
+export class PayoutMethodSection implements Section {
   readonly element: HTMLElement;
-  readonly #api: AffiliateApi;
-  readonly #signedOut: (error: unknown) => boolean;
-  readonly #current = h("div", { class: "method-current", "aria-live": "polite" });
+  /** The method set now, as the API shows it. */
+  readonly body = h("div", { class: "method-current", "aria-live": "polite" });
+  readonly #context: DashboardContext;
   readonly #status = h("div", { class: "feedback", role: "status", "aria-live": "polite" });
   readonly #alert = h("div", { class: "feedback", role: "alert" });
   readonly #type = h(
@@ -38,9 +41,8 @@ export class PayoutMethodCard {
   readonly #rows: Record<string, HTMLElement> = {};
   readonly #remove = h("button", { type: "button", class: "quiet" }, "Remove");
 
-  constructor(api: AffiliateApi, signedOut: (error: unknown) => boolean) {
-    this.#api = api;
-    this.#signedOut = signedOut;
+  constructor(context: DashboardContext) {
+    this.#context = context;
     const labels: Record<string, string> = {
       email: "Email",
       account_holder_name: "Name on the bank account",
@@ -73,23 +75,17 @@ export class PayoutMethodCard {
       submit.disabled = false;
     });
     this.#remove.addEventListener("click", () => this.#delete());
-    this.element = h(
-      "section",
-      { class: "card", "aria-labelledby": "method-title" },
-      h("h2", { id: "method-title" }, "Payout details"),
-      this.#current,
-      form,
-    );
+    this.element = card("method-title", "Payout details", this.body, form);
     this.#showFields();
   }
 
   async load(): Promise<void> {
-    fill(this.#current, h("p", { class: "muted" }, "Loading…"));
     try {
-      this.#render(await this.#api.payoutMethod());
+      this.#render((await this.#context.client.affiliate.payoutMethod.get()).data);
     } catch (error) {
-      if (this.#signedOut(error)) return;
-      fill(this.#current, h("p", { class: "error" }, explain(error)));
+      // 404 is the API's "nothing set yet".
+      if (error instanceof NotFoundError) this.#render(null);
+      else if (!this.#context.signedOut(error)) fill(this.body, h("p", { class: "error" }, explain(error)));
     }
   }
 
@@ -102,7 +98,7 @@ export class PayoutMethodCard {
     if (label) label.textContent = wise ? "Email (optional with an IBAN)" : "PayPal email";
   }
 
-  #body(): PayoutMethodBody {
+  #request(): PayoutMethodBody {
     const value = (name: string) => (this.#fields[name]?.value ?? "").trim();
     if (this.#type.value === "paypal") return { type: "paypal", email: value("email") };
     const optional = (name: string) => (value(name) === "" ? undefined : value(name));
@@ -120,12 +116,12 @@ export class PayoutMethodCard {
     this.#clearProblems();
     fill(this.#status, h("p", { class: "muted" }, "Saving…"));
     try {
-      this.#render(await this.#api.setPayoutMethod(this.#body()));
+      this.#render((await this.#context.client.affiliate.payoutMethod.set(this.#request())).data);
       fill(this.#status, h("p", { class: "notice" }, "Saved. Your next payouts go there."));
     } catch (error) {
       this.#status.replaceChildren();
-      if (this.#signedOut(error)) return;
-      const problems = error instanceof ApiError ? Object.entries(error.fieldErrors) : [];
+      if (this.#context.signedOut(error)) return;
+      const problems = error instanceof ValidationError ? Object.entries(error.fieldErrors) : [];
       let first: Field | undefined;
       for (const [name, messages] of problems) {
         const problem = this.#problems[name];
@@ -142,11 +138,11 @@ export class PayoutMethodCard {
   async #delete() {
     this.#clearProblems();
     try {
-      await this.#api.deletePayoutMethod();
+      await this.#context.client.affiliate.payoutMethod.delete();
       this.#render(null);
       fill(this.#status, h("p", { class: "notice" }, "Removed. Payouts wait until you set new details."));
     } catch (error) {
-      if (this.#signedOut(error)) return;
+      if (this.#context.signedOut(error)) return;
       fill(this.#alert, h("p", { class: "error" }, explain(error)));
     }
   }
@@ -162,14 +158,14 @@ export class PayoutMethodCard {
   #render(method: PayoutMethod | null) {
     this.#remove.toggleAttribute("hidden", method === null);
     if (!method) {
-      fill(this.#current, h("p", { class: "muted" }, "No payout details yet: set them so your payouts can be sent."));
+      fill(this.body, h("p", { class: "muted" }, "No payout details yet: set them so your payouts can be sent."));
       return;
     }
     const where =
       method.type === "paypal"
         ? `PayPal: ${method.email ?? ""}`
         : `Wise: ${method.account_holder_name ?? ""}, ${method.iban ?? method.email ?? ""}${method.currency ? ` (${method.currency})` : ""}`;
-    fill(this.#current, h("p", {}, h("strong", {}, "Paid to "), where));
+    fill(this.body, h("p", {}, h("strong", {}, "Paid to "), where));
     this.#type.value = method.type;
     this.#showFields();
   }

@@ -32,6 +32,14 @@ export function formatCents(cents: bigint, currency: string, locale?: string): s
     .join("");
 }
 
+/**
+ * Cents as the API gives them: int64 sums arrive as bigint (exact past 2^53), single amounts as
+ * numbers, which are safe integers; either way the formatting is done on integers.
+ */
+export function money(cents: number | bigint, currency: string): string {
+  return formatCents(typeof cents === "bigint" ? cents : BigInt(Math.trunc(cents)), currency);
+}
+
 /** The direction and size of a change against the previous period, in whole percent. */
 export interface Change {
   direction: "up" | "down" | "flat" | "new";
