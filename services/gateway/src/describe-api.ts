@@ -38,8 +38,8 @@ export async function describeApi(): Promise<OpenApiDocument> {
       CLICK_ADDRESS_HASH_KEY: "describe-api-serves-no-request-so-no-click-is-hashed",
     },
     // The portal's and the console's pages are not operations: the document needs none of their files.
-    portal: new Map(),
-    console: new Map(),
+    portal: false,
+    console: false,
     keyCache: new KeyCache({
       resolve: async () => {
         throw new Error("describeApi serves no request");

@@ -8,15 +8,10 @@ import type { PartnersService } from "@affiliate/proto/partners";
 import type { PayoutsService } from "@affiliate/proto/payouts";
 import type { PrivacyService } from "@affiliate/proto/privacy";
 import type { Client } from "@connectrpc/connect";
+import cors, { type FastifyCorsOptions } from "@fastify/cors";
 import rateLimit from "@fastify/rate-limit";
 import { trace } from "@opentelemetry/api";
-import fastify, {
-  type FastifyBaseLogger,
-  type FastifyInstance,
-  type FastifyReply,
-  type FastifyRequest,
-  LogController,
-} from "fastify";
+import fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyRequest, LogController } from "fastify";
 import {
   authenticate,
   authenticateAffiliate,
@@ -87,12 +82,12 @@ export interface GatewayDeps {
   keyCache: KeyCache;
   /** Where partnership figures come from: the ledger's, unless a test gives another. */
   stats?: PartnershipStatsSource;
-  /** The affiliate portal's files: @affiliate/portal's build, unless a test gives others. */
-  portal?: PortalFiles;
+  /** The affiliate portal's files: @affiliate/portal's build, unless given others; false: not served. */
+  portal?: PortalFiles | false;
   /** The attribution script: @affiliate/attribution-script's build, unless a test gives another. */
   attributionScript?: ScriptFile;
-  /** The merchant console's files: @affiliate/console's build, unless a test gives others. */
-  console?: PortalFiles;
+  /** The merchant console's files: @affiliate/console's build, unless given others; false: not served. */
+  console?: PortalFiles | false;
 }
 
 export const maxBodyBytes = 1024 * 1024;
@@ -123,38 +118,44 @@ const clientAddressKey = (request: FastifyRequest) => `ip:${request.ip}`;
 export const affiliateApiPrefix = "/affiliate/v1";
 
 /**
- * CORS open to any origin, without cookies (so no Allow-Credentials, and `*` is allowed), on
- * every answer of the paths `applies` picks, errors included, so a browser can read a 401. A
- * preflight is answered here, before routing: it carries no credential, and no route declares
- * OPTIONS. For the affiliate API (contract section 14) and the click endpoint the browser script
- * calls from merchants' pages (section 17).
+ * CORS (@fastify/cors) open to any origin, without cookies (so no Allow-Credentials, and `*` is
+ * allowed), on every answer of the paths that browsers on other origins call, errors included,
+ * so a browser can read a 401: the affiliate API (contract section 14), and the click endpoint,
+ * the public program and the script itself, which the browser script uses from merchants' pages
+ * (section 17). A preflight is answered in the plugin's onRequest hook, before any key is asked
+ * for (it carries none); any other path stays same-origin, its preflight the usual 404.
  */
-function openCors(applies: (path: string) => boolean, allow: { methods: string; headers: string }) {
-  return async (request: FastifyRequest, reply: FastifyReply): Promise<void> => {
-    const path = request.url.split("?", 1)[0] ?? "";
-    if (!applies(path)) return;
-    reply.header("access-control-allow-origin", "*");
-    reply.header("access-control-expose-headers", "x-request-id, retry-after");
-    if (request.method === "OPTIONS") {
-      reply.header("access-control-allow-methods", allow.methods);
-      reply.header("access-control-allow-headers", allow.headers);
-      reply.header("access-control-max-age", "600");
-      await reply.code(204).send();
-    }
-  };
+const openToAnyOrigin = {
+  origin: "*",
+  credentials: false,
+  exposedHeaders: ["x-request-id", "retry-after"],
+  maxAge: 600,
+  // An OPTIONS on these paths is answered as a preflight whatever it carries (the plugin's strict
+  // mode answers 400 to one without Origin or Access-Control-Request-Method).
+  strictPreflight: false,
+} satisfies FastifyCorsOptions;
+
+const affiliateApiCors: FastifyCorsOptions = {
+  ...openToAnyOrigin,
+  methods: ["GET", "POST", "PUT", "DELETE"],
+  allowedHeaders: ["authorization", "content-type"],
+};
+
+/** The routes the browser script calls with a publishable key (and the script), from any merchant's page. */
+const scriptPaths = new Set(["/events/click", "/program/public", "/js/v1/affiliate.js"]);
+const scriptCors: FastifyCorsOptions = {
+  ...openToAnyOrigin,
+  methods: ["GET", "POST"],
+  allowedHeaders: ["x-api-key", "content-type"],
+};
+
+const sameOrigin: FastifyCorsOptions = { origin: false };
+
+function corsOf(request: FastifyRequest): FastifyCorsOptions {
+  const path = request.url.split("?", 1)[0] ?? "";
+  if (path === affiliateApiPrefix || path.startsWith(`${affiliateApiPrefix}/`)) return affiliateApiCors;
+  return scriptPaths.has(path) ? scriptCors : sameOrigin;
 }
-
-const affiliateCors = openCors((path) => path === affiliateApiPrefix || path.startsWith(`${affiliateApiPrefix}/`), {
-  methods: "GET, POST, PUT, DELETE",
-  headers: "authorization, content-type",
-});
-
-/** The routes the browser script calls with a publishable key, from any merchant's page. */
-const scriptApiPaths = new Set(["/events/click", "/program/public"]);
-const scriptCors = openCors((path) => scriptApiPaths.has(path), {
-  methods: "GET, POST",
-  headers: "x-api-key, content-type",
-});
 
 /** Requests per minute per `keyOf(request)` for every route registered in `scope` afterwards. */
 async function rateLimited(scope: FastifyInstance, max: number, keyOf: (request: FastifyRequest) => string) {
@@ -236,8 +237,7 @@ export function buildServer(deps: GatewayDeps): FastifyInstance {
     reply.header("x-request-id", request.id);
     trace.getActiveSpan()?.setAttribute("http.request_id", request.id);
   });
-  app.addHook("onRequest", affiliateCors);
-  app.addHook("onRequest", scriptCors);
+  app.register(cors, { hook: "onRequest", delegator: (request, callback) => callback(null, corsOf(request)) });
   app.addHook("preValidation", async (request) => {
     // A body kept as bytes (the Stripe receiver's) has no depth to check.
     if (!Buffer.isBuffer(request.body) && nestsDeeperThan(request.body, maxBodyDepth)) {
@@ -343,9 +343,11 @@ export function buildServer(deps: GatewayDeps): FastifyInstance {
   app.register(stripeReceiverRoutes, { integrations: deps.integrations });
 
   // The affiliate portal's page and assets (contract section 14): no key, its own CSP.
-  app.register(portalRoutes, { files: deps.portal ?? loadPortalFiles() });
+  const portal = deps.portal ?? loadPortalFiles();
+  if (portal) app.register(portalRoutes, { files: portal });
   // The merchant console (contract section 19): the same policy; it signs in on the API above.
-  app.register(portalRoutes, { files: deps.console ?? loadConsoleFiles(), path: "/console" });
+  const consoleFiles = deps.console ?? loadConsoleFiles();
+  if (consoleFiles) app.register(portalRoutes, { files: consoleFiles, path: "/console" });
 
   // Last: the document describes every route registered before it (and these three).
   let document: OpenApiDocument | undefined;

@@ -366,6 +366,13 @@ describe("browsers", () => {
     // The merchant's API stays same-origin.
     const merchant = await mesh.app.inject({ method: "GET", url: "/api/v1/affiliates" });
     expect(merchant.headers["access-control-allow-origin"]).toBeUndefined();
+    const merchantPreflight = await mesh.app.inject({
+      method: "OPTIONS",
+      url: "/api/v1/affiliates",
+      headers: { origin: "https://partner.example", "access-control-request-method": "GET" },
+    });
+    expect(merchantPreflight.statusCode).toBe(404);
+    expect(merchantPreflight.headers["access-control-allow-origin"]).toBeUndefined();
   });
 
   it("sign-in: 202 whatever the email; an unknown code is 401", async () => {

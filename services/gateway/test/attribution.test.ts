@@ -127,6 +127,10 @@ describe("GET /r/:code", () => {
       remoteAddress: "203.0.113.7",
     });
     expect(followed.statusCode).toBe(302);
+    expect([followed.headers["cache-control"], followed.headers["referrer-policy"]]).toEqual([
+      "no-store",
+      "no-referrer",
+    ]);
     const location = new URL(followed.headers.location as string);
     expect(location.origin + location.pathname).toBe("https://acme.example/landing");
     expect(location.searchParams.get("ref")).toBe(code);

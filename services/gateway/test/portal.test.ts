@@ -1,7 +1,8 @@
 /**
  * The portal's page and assets (contract section 14), as the gateway serves them: HTML for
  * /portal, every asset the page names, and a Content-Security-Policy that admits nothing but
- * this origin. The page's behaviour is tested in a browser (tools/mesh/test/portal.e2e.test.ts).
+ * this origin; the same for the console, and the attribution script as any site may embed it.
+ * The pages' behaviour is tested in a browser (tools/mesh/test/portal.e2e.test.ts).
  */
 import { mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -62,7 +63,8 @@ describe("GET /portal", () => {
     const { call } = createGateway();
     const page = await call("GET", "/portal", { key: null });
     const etag = String(page.headers.etag);
-    expect(etag).toMatch(/^"[\w-]+"$/);
+    // @fastify/send's validator: weak, from the file's size and modification time.
+    expect(etag).toMatch(/^(W\/)?"[\w-]+"$/);
     const again = await call("GET", "/portal", { key: null, headers: { "if-none-match": etag } });
     expect(again.statusCode).toBe(304);
     expect(again.body).toBe("");
@@ -88,5 +90,52 @@ describe("GET /portal", () => {
     expect(() => loadPortalFiles(join(empty, "dist"))).toThrow(/The portal is not built .* run npm run build/);
     writeFileSync(join(empty, "app.js"), "");
     expect(() => loadPortalFiles(empty)).toThrow(/no index\.html/);
+  });
+});
+
+describe("GET /console", () => {
+  it("serves the console's page under the portal's policy, without a key", async () => {
+    const { call } = createGateway();
+    const page = await call("GET", "/console", { key: null });
+    expect(page.statusCode).toBe(200);
+    expect({
+      type: page.headers["content-type"],
+      cache: page.headers["cache-control"],
+      policy: page.headers["content-security-policy"],
+      framing: page.headers["x-frame-options"],
+      features: page.headers["permissions-policy"],
+    }).toEqual({
+      type: "text/html; charset=utf-8",
+      cache: "no-cache",
+      policy: portalContentSecurityPolicy,
+      framing: "DENY",
+      features: "camera=(), microphone=(), geolocation=(), payment=()",
+    });
+    expect((await call("GET", "/console/", { key: null })).body).toBe(page.body);
+    expect((await call("GET", "/console/nothing.js", { key: null })).statusCode).toBe(404);
+  });
+});
+
+describe("GET /js/v1/affiliate.js", () => {
+  it("may be embedded by any site: CORS, a cross-origin resource policy, cached 5 minutes, revalidated by its ETag", async () => {
+    const { call } = createGateway();
+    const script = await call("GET", "/js/v1/affiliate.js", { key: null, headers: { origin: "https://shop.example" } });
+    expect(script.statusCode).toBe(200);
+    expect({
+      type: script.headers["content-type"],
+      cache: script.headers["cache-control"],
+      cors: script.headers["access-control-allow-origin"],
+      resourcePolicy: script.headers["cross-origin-resource-policy"],
+      sniffing: script.headers["x-content-type-options"],
+    }).toEqual({
+      type: "text/javascript; charset=utf-8",
+      cache: "public, max-age=300, stale-while-revalidate=86400",
+      cors: "*",
+      resourcePolicy: "cross-origin",
+      sniffing: "nosniff",
+    });
+    const etag = String(script.headers.etag);
+    const again = await call("GET", "/js/v1/affiliate.js", { key: null, headers: { "if-none-match": etag } });
+    expect(again.statusCode).toBe(304);
   });
 });

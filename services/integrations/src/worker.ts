@@ -1,5 +1,6 @@
 import { type JobWorker, startJobWorker } from "@affiliate/platform";
-import { type ApplyDeps, applyStoredEvent } from "./domain/apply-event.js";
+import { applyStoredEvent } from "./domain/apply-event.js";
+import type { ApplyDeps } from "./domain/applying.js";
 import type { EventJob } from "./store/events.js";
 
 /**

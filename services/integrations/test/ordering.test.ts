@@ -8,7 +8,7 @@ import { StripeEventOutcome } from "@affiliate/proto/integrations";
 import { EventType } from "@affiliate/proto/ledger";
 import { timestampFromDate } from "@bufbuild/protobuf/wkt";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { customerWaitMs } from "../src/domain/apply-event.js";
+import { customerWaitMs } from "../src/domain/apply-payment.js";
 import { stripeEventsSince } from "../src/providers/stripe/events-api.js";
 import { replacePromotionCodes } from "../src/store/customers.js";
 import { connectedProgram, deliver, fixtures, type Harness, startHarness, stripeEvent, unique } from "./harness.js";

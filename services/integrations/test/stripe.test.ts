@@ -44,6 +44,20 @@ const outcomeOf = async (productId: string, eventId: string) => {
   return { outcome: StripeEventOutcome[event?.outcome ?? 0], detail: event?.detail };
 };
 
+/**
+ * A connected program and a payment recorded unattributed at once: a customer nobody referred
+ * (its own event says so) paid an invoice of 4,000 cents.
+ */
+async function paymentThatEarnedNothing() {
+  const program = await connectedProgram(h);
+  const customer = { ...fixtures.customer(program.code, `${unique("c")}@example.com`), metadata: {} };
+  const unreferred = fixtures.invoice(customer, 4000);
+  await deliver(h, program, stripeEvent("customer.created", customer));
+  await deliver(h, program, stripeEvent("invoice.paid", unreferred));
+  await h.drain();
+  return { program, unreferred };
+}
+
 const codeOf = async (call: Promise<unknown>) => {
   try {
     await call;
@@ -463,6 +477,18 @@ describe("refunds", () => {
     expect([Number(commission?.amountCents), commission?.status]).toEqual([0, 5]);
   });
 
+  it("a refund of a payment that earned no commission is ignored at once, saying why (the ledger's reason)", async () => {
+    const { program, unreferred } = await paymentThatEarnedNothing();
+    const refunded = stripeEvent("charge.refunded", fixtures.charge(unreferred, 1500));
+    await deliver(h, program, refunded);
+    await h.drain();
+    // Not "waiting" for a payment the ledger has: the ledger's NOT_FOUND carries the reason no_commission.
+    expect(await outcomeOf(program.productId, refunded.id)).toEqual({
+      outcome: "IGNORED",
+      detail: `Payment ${unreferred.id} earned no commission: nothing to refund`,
+    });
+  });
+
   it("a refund whose payment never comes fails after 72 hours, and can be retried", async () => {
     const program = await connectedProgram(h);
     const refunded = stripeEvent("charge.refunded", {
@@ -687,13 +713,7 @@ describe("disputes", () => {
   });
 
   it("a dispute of a payment that earned nothing is ignored, saying why", async () => {
-    const program = await connectedProgram(h);
-    // A customer nobody referred: its own event says so, and its invoice is recorded unattributed at once.
-    const customer = { ...fixtures.customer(program.code, `${unique("c")}@example.com`), metadata: {} };
-    const unreferred = fixtures.invoice(customer, 4000);
-    await deliver(h, program, stripeEvent("customer.created", customer));
-    await deliver(h, program, stripeEvent("invoice.paid", unreferred));
-    await h.drain();
+    const { program, unreferred } = await paymentThatEarnedNothing();
     const dispute = fixtures.dispute(unreferred, "needs_response");
     const opened = stripeEvent("charge.dispute.created", dispute);
     const lost = stripeEvent("charge.dispute.closed", { ...dispute, status: "lost" });

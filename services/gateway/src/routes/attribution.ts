@@ -1,7 +1,7 @@
-import { createHash, createHmac } from "node:crypto";
-import { readFileSync } from "node:fs";
+import { createHmac } from "node:crypto";
+import { statSync } from "node:fs";
 import { createRequire } from "node:module";
-import { dirname, join } from "node:path";
+import { basename, dirname, join } from "node:path";
 import { characterCount, referralCodePattern } from "@affiliate/platform";
 import { EventType, type LedgerService } from "@affiliate/proto/ledger";
 import type { PartnersService } from "@affiliate/proto/partners";
@@ -9,10 +9,13 @@ import { toPublicTrackedEvent } from "@affiliate/rest-shapes/mappers";
 import { errorSchema } from "@affiliate/rest-shapes/schemas/common";
 import { clickBodySchema, trackEventResponseSchema } from "@affiliate/rest-shapes/schemas/tracking";
 import { type Client, Code, ConnectError } from "@connectrpc/connect";
-import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
+import helmet from "@fastify/helmet";
+import fastifyStatic from "@fastify/static";
+import type { FastifyInstance, FastifyRequest } from "fastify";
 import { z } from "zod";
 import { HttpError } from "../errors.js";
 import { defineRoute } from "../http/define-route.js";
+import { securityHeaders } from "../http/security-headers.js";
 
 /**
  * What the gateway records of a click it takes itself, instead of the visitor's address: a keyed
@@ -152,6 +155,8 @@ export async function referralLinkRoutes(
   app: FastifyInstance,
   { partners, ledger, hashAddress }: ReferralLinkRouteDeps,
 ) {
+  // Helmet's Referrer-Policy, no-referrer: the visit the redirect leads to carries no Referer on.
+  await app.register(helmet, securityHeaders({ contentSecurityPolicy: false }));
   defineRoute(app, {
     method: "GET",
     url: "/r/:code",
@@ -189,7 +194,7 @@ export async function referralLinkRoutes(
           error: "This program has no referral URL (referral_url_template) to send visitors to",
         });
       }
-      reply.header("cache-control", "no-store").header("referrer-policy", "no-referrer");
+      reply.header("cache-control", "no-store");
       if (request.method === "HEAD") {
         return reply.redirect(landingUrlOf(link.referralUrlTemplate, link.referralCode, undefined) as string, 302);
       }
@@ -207,10 +212,10 @@ export async function referralLinkRoutes(
   });
 }
 
-/** The built attribution script, held in memory. */
+/** The built attribution script: where it is, to be served from there. */
 export interface ScriptFile {
-  body: Buffer;
-  etag: string;
+  directory: string;
+  fileName: string;
 }
 
 /** Where `@affiliate/attribution-script` puts its build. */
@@ -219,33 +224,39 @@ export function builtScriptPath(): string {
   return join(dirname(manifest), "dist", "affiliate.js");
 }
 
-/** Reads the built script once; a gateway without it stops with one line saying how to build it. */
+/** Finds the built script; a gateway without it stops with one line saying how to build it. */
 export function loadAttributionScript(path = builtScriptPath()): ScriptFile {
-  let body: Buffer;
   try {
-    body = readFileSync(path);
+    statSync(path);
   } catch {
     throw new Error(`The attribution script is not built (no ${path}): run npm run build`);
   }
-  return { body, etag: `"${createHash("sha256").update(body).digest("base64url").slice(0, 27)}"` };
+  return { directory: dirname(path), fileName: basename(path) };
 }
 
 /**
  * GET /js/v1/affiliate.js (contract section 17): the script merchants paste into their pages. It
- * is loaded from their origins, so any site may embed it (CORS, cross-origin resource policy);
- * cached for 5 minutes and revalidated by its ETag, so a fix reaches every page within minutes
- * while pages do not ask on every view. Not an API operation: not in the OpenAPI document.
+ * is loaded from their origins, so any site may embed it (CORS in server.ts, a cross-origin
+ * resource policy here); cached for 5 minutes and revalidated by its ETag, so a fix reaches every
+ * page within minutes while pages do not ask on every view. Not an API operation: not in the
+ * OpenAPI document.
  */
 export async function attributionScriptRoutes(app: FastifyInstance, { script }: { script: ScriptFile }) {
-  const serve = async (request: FastifyRequest, reply: FastifyReply) => {
-    reply
-      .header("cache-control", "public, max-age=300, stale-while-revalidate=86400")
-      .header("etag", script.etag)
-      .header("access-control-allow-origin", "*")
-      .header("cross-origin-resource-policy", "cross-origin")
-      .header("x-content-type-options", "nosniff");
-    if (request.headers["if-none-match"] === script.etag) return reply.code(304).send();
-    return reply.type("text/javascript; charset=utf-8").send(script.body);
-  };
-  app.get("/js/v1/affiliate.js", serve);
+  await app.register(
+    helmet,
+    securityHeaders({ contentSecurityPolicy: false, crossOriginResourcePolicy: { policy: "cross-origin" } }),
+  );
+  await app.register(fastifyStatic, {
+    root: script.directory,
+    // This one route serves it, whatever else the build directory holds.
+    serve: false,
+    // stale-while-revalidate, which @fastify/send's max-age option cannot write, and JavaScript
+    // typed as RFC 9239 names it (its MIME table still says application/javascript).
+    cacheControl: false,
+    setHeaders: (reply) => {
+      reply.header("cache-control", "public, max-age=300, stale-while-revalidate=86400");
+      if (reply.statusCode !== 304) reply.type("text/javascript; charset=utf-8");
+    },
+  });
+  app.get("/js/v1/affiliate.js", (_request, reply) => reply.sendFile(script.fileName));
 }

@@ -1,62 +1,53 @@
-import { createHash } from "node:crypto";
-import { readdirSync, readFileSync, statSync } from "node:fs";
+import { statSync } from "node:fs";
 import { createRequire } from "node:module";
-import { dirname, extname, join, relative, sep } from "node:path";
-import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
+import { dirname, join } from "node:path";
+import helmet from "@fastify/helmet";
+import fastifyStatic from "@fastify/static";
+import type { FastifyInstance, FastifyReply } from "fastify";
+import { securityHeaders } from "../http/security-headers.js";
 
 /**
  * The affiliate portal (contract section 14) and the merchant console (section 19): the static
- * files `@affiliate/portal` and `@affiliate/console` build, served under /portal and /console. They are read once, at start-up, into memory: the set of answerable
- * paths is the set of built files, so no request path ever reaches the file system.
+ * files `@affiliate/portal` and `@affiliate/console` build, served under /portal and /console by
+ * @fastify/static, one route per built file registered at start-up: the set of answerable paths
+ * is the set of built files, so no other request path ever reaches the file system.
  *
  * Every answer carries a Content-Security-Policy that admits nothing but this origin: the page's
  * own script and stylesheet, and fetches to the affiliate API beside it. No inline script or
  * style, no eval, no framing, no form posted elsewhere; a token in the page can leave only
  * towards the gateway that issued it.
  */
-export const portalContentSecurityPolicy = [
-  "default-src 'self'",
-  "script-src 'self'",
-  "style-src 'self'",
-  "img-src 'self'",
-  "font-src 'self'",
-  "connect-src 'self'",
-  "object-src 'none'",
-  "base-uri 'none'",
-  "form-action 'self'",
-  "frame-ancestors 'none'",
-].join("; ");
-
-const securityHeaders = {
-  "content-security-policy": portalContentSecurityPolicy,
-  "x-content-type-options": "nosniff",
-  "referrer-policy": "no-referrer",
-  "cross-origin-opener-policy": "same-origin",
-  "cross-origin-resource-policy": "same-origin",
-  "x-frame-options": "DENY",
-  "permissions-policy": "camera=(), microphone=(), geolocation=(), payment=()",
+const portalCspDirectives = {
+  "default-src": ["'self'"],
+  "script-src": ["'self'"],
+  "style-src": ["'self'"],
+  "img-src": ["'self'"],
+  "font-src": ["'self'"],
+  "connect-src": ["'self'"],
+  "object-src": ["'none'"],
+  "base-uri": ["'none'"],
+  "form-action": ["'self'"],
+  "frame-ancestors": ["'none'"],
 };
 
-const contentTypes: Record<string, string> = {
-  ".html": "text/html; charset=utf-8",
-  ".js": "text/javascript; charset=utf-8",
-  ".css": "text/css; charset=utf-8",
-  ".svg": "image/svg+xml",
-  ".png": "image/png",
-  ".ico": "image/x-icon",
-  ".json": "application/json; charset=utf-8",
-  ".txt": "text/plain; charset=utf-8",
-};
+/** The policy as helmet writes it in the header: directives joined by ";". */
+export const portalContentSecurityPolicy = Object.entries(portalCspDirectives)
+  .map(([directive, sources]) => [directive, ...sources].join(" "))
+  .join(";");
 
-export interface PortalFile {
-  body: Buffer;
-  contentType: string;
-  cacheControl: string;
-  etag: string;
+const pageHeaders = securityHeaders({
+  contentSecurityPolicy: { useDefaults: false, directives: portalCspDirectives },
+  referrerPolicy: { policy: "no-referrer" },
+  xFrameOptions: { action: "deny" },
+});
+
+/** Helmet writes no Permissions-Policy (it leaves the feature list to the page), so it is set here. */
+const permissionsPolicy = "camera=(), microphone=(), geolocation=(), payment=()";
+
+/** A browser app's build, as the gateway serves it: the directory Vite wrote. */
+export interface PortalFiles {
+  directory: string;
 }
-
-/** An app's files by the path they answer, `/portal/assets/index-….js`; the page at `/portal`. */
-export type PortalFiles = ReadonlyMap<string, PortalFile>;
 
 /** The browser apps the gateway serves: where each is served, and the workspace that builds it. */
 export const browserApps = {
@@ -75,56 +66,31 @@ export function builtAppDirectory(app: BrowserApp): string {
 /** Where `@affiliate/portal` puts its build. */
 export const builtPortalDirectory = (): string => builtAppDirectory(browserApps.portal);
 
-function filesUnder(directory: string): string[] {
-  return readdirSync(directory).flatMap((name) => {
-    const path = join(directory, name);
-    return statSync(path).isDirectory() ? filesUnder(path) : [path];
-  });
-}
-
-const loaded = new Map<string, PortalFiles>();
-
 /**
- * Reads the built portal once per process. A gateway without it would answer /portal with a
- * 404 nobody expects, so a missing build stops it with one line saying how to make one.
+ * The built portal. A gateway without it would answer /portal with a 404 nobody expects, so a
+ * missing build stops it with one line saying how to make one.
  */
 export function loadPortalFiles(directory = builtPortalDirectory()): PortalFiles {
-  return loadAppFiles(browserApps.portal, directory);
+  return builtApp(browserApps.portal, directory);
 }
 
-/** Reads the built console once per process, as the portal. */
+/** The built console, as the portal. */
 export function loadConsoleFiles(directory = builtAppDirectory(browserApps.console)): PortalFiles {
-  return loadAppFiles(browserApps.console, directory);
+  return builtApp(browserApps.console, directory);
 }
 
-function loadAppFiles(app: BrowserApp, directory: string): PortalFiles {
-  const known = loaded.get(directory);
-  if (known) return known;
-  let paths: string[];
+function builtApp(app: BrowserApp, directory: string): PortalFiles {
   try {
-    paths = filesUnder(directory);
+    statSync(directory);
   } catch {
     throw new Error(`${app.what} is not built (no ${directory}): run npm run build`);
   }
-  if (!paths.includes(join(directory, "index.html"))) {
+  try {
+    statSync(join(directory, "index.html"));
+  } catch {
     throw new Error(`${app.what} is not built (no index.html in ${directory}): run npm run build`);
   }
-  const files = new Map<string, PortalFile>();
-  for (const path of paths) {
-    const url = `${app.path}/${relative(directory, path).split(sep).join("/")}`;
-    const body = readFileSync(path);
-    const isPage = url === `${app.path}/index.html`;
-    files.set(isPage ? app.path : url, {
-      body,
-      contentType: contentTypes[extname(path)] ?? "application/octet-stream",
-      // Vite names assets by their content hash: a name never changes meaning. The page names
-      // the current assets, so it is asked again every time.
-      cacheControl: url.startsWith(`${app.path}/assets/`) ? "public, max-age=31536000, immutable" : "no-cache",
-      etag: `"${createHash("sha256").update(body).digest("base64url").slice(0, 27)}"`,
-    });
-  }
-  loaded.set(directory, files);
-  return files;
+  return { directory };
 }
 
 export interface PortalRouteDeps {
@@ -134,25 +100,40 @@ export interface PortalRouteDeps {
 }
 
 /**
- * GET /portal (the page; also at /portal/) and GET /portal/* (its assets), and the same for
+ * Cache-Control by what a file is, written here because @fastify/send's own header holds one
+ * max-age for every file and cannot say no-cache: Vite names assets by their content hash, so a
+ * name never changes meaning; the page names the current assets, so it is asked again every
+ * time (its ETag answers 304 while it has not changed). JavaScript is typed as RFC 9239 names
+ * it, where @fastify/send's MIME table still says application/javascript.
+ */
+function cacheAndTypeHeaders(assetsPath: string) {
+  return (reply: FastifyReply, path: string) => {
+    const asset = reply.request.url.startsWith(assetsPath);
+    reply.header("cache-control", asset ? "public, max-age=31536000, immutable" : "no-cache");
+    if (path.endsWith(".js") && reply.statusCode !== 304) reply.type("text/javascript; charset=utf-8");
+  };
+}
+
+/**
+ * GET /portal (the page; also at /portal/) and GET /portal/<file> (its assets), and the same for
  * /console. These are pages, not API operations: they are not in the OpenAPI document, like
- * /docs. No key, no rate limit: the answers are a handful of files from memory, the same for
- * everyone.
+ * /docs. No key, no rate limit: the answers are a handful of files, the same for everyone.
  */
 export async function portalRoutes(
   app: FastifyInstance,
   { files, path: base = browserApps.portal.path }: PortalRouteDeps,
 ) {
-  const serve = (file: PortalFile | undefined, request: FastifyRequest, reply: FastifyReply) => {
-    if (!file) return reply.code(404).send({ error: "Route not found" });
-    reply.headers(securityHeaders).header("cache-control", file.cacheControl).header("etag", file.etag);
-    if (request.headers["if-none-match"] === file.etag) return reply.code(304).send();
-    return reply.type(file.contentType).send(file.body);
-  };
-  const page = files.get(base);
-  app.get(base, async (request, reply) => serve(page, request, reply));
-  app.get(`${base}/*`, async (request, reply) => {
-    const path = request.url.split("?", 1)[0] ?? "";
-    return serve(path === `${base}/` ? page : files.get(path), request, reply);
+  await app.register(helmet, pageHeaders);
+  app.addHook("onRequest", async (_request, reply) => {
+    reply.header("permissions-policy", permissionsPolicy);
   });
+  await app.register(fastifyStatic, {
+    root: files.directory,
+    prefix: `${base}/`,
+    // One route per file found now, rather than one wildcard route that looks paths up.
+    wildcard: false,
+    cacheControl: false,
+    setHeaders: cacheAndTypeHeaders(`${base}/assets/`),
+  });
+  app.get(base, (_request, reply) => reply.sendFile("index.html"));
 }

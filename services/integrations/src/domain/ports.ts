@@ -3,7 +3,27 @@
  * in rpc/downstream.ts implement them over Connect (the ledger's and partners' ordinary RPCs are
  * the only way in); tests can back them with in-memory routers.
  */
-import type { ProviderCustomer, Referral } from "./types.js";
+import type { ProviderCustomer, ReceivedEvent, Referral } from "./types.js";
+
+/**
+ * A call to another service that failed. `refused`: the service refused the command (invalid, not
+ * found, in conflict), so asking again gets the same answer and the event fails with the
+ * service's message; otherwise the failure is transient and the event is retried. Adapters turn
+ * their transport's errors into it, so the use cases need no transport's vocabulary.
+ */
+export class ServiceCallFailed extends Error {
+  override readonly name = "ServiceCallFailed";
+  constructor(
+    message: string,
+    readonly refused: boolean,
+    options?: ErrorOptions,
+  ) {
+    super(message, options);
+  }
+}
+
+/** No payment has this external id (yet): a refund or dispute waits for it. */
+export type PaymentNotFound = { kind: "payment_not_found" };
 
 export interface TrackedRecord {
   trackingEventId: string;
@@ -28,8 +48,7 @@ export type TrackInput = {
 
 export type RefundOutcome =
   | { kind: "refunded"; commissionId: string; appliedCents: number; fullyRefunded: boolean }
-  /** No payment has this external id (yet). */
-  | { kind: "payment_not_found" }
+  | PaymentNotFound
   /** The payment is recorded but earned no commission: nothing to refund. */
   | { kind: "no_commission" };
 
@@ -42,8 +61,7 @@ export type DisputeHoldOutcome =
       /** The payment's commissions, level 1 first, and whether each is held. */
       commissions: { id: string; held: boolean; payoutId: string }[];
     }
-  /** No payment has this external id (yet). */
-  | { kind: "payment_not_found" };
+  | PaymentNotFound;
 
 /** A dispute's closing, as the ledger carried it out. */
 export type DisputeCloseOutcome =
@@ -55,8 +73,7 @@ export type DisputeCloseOutcome =
       /** What a lost dispute's refund applied now; 0 for a won one, a repeat, or nothing left. */
       refundedCents: number;
     }
-  /** No payment has this external id (yet). */
-  | { kind: "payment_not_found" };
+  | PaymentNotFound;
 
 /** The ledger owns tracking events, commissions and refunds. */
 export interface Ledger {
@@ -111,3 +128,14 @@ export interface FetchedCustomer {
 export interface ProviderCustomers {
   fetch(productId: string, customerId: string): Promise<FetchedCustomer | "no_api_key">;
 }
+
+/** Why a delivery was refused (a signature that does not verify, a body that is no event); nothing of it is stored. */
+export class RefusedDelivery extends Error {
+  override readonly name = "RefusedDelivery";
+}
+
+/**
+ * The provider's check of one delivery against the secrets the connection accepts now: its
+ * signature over the raw bytes, read as an event to store. Throws RefusedDelivery.
+ */
+export type VerifyDelivery = (payload: Uint8Array, signature: string, secrets: string[], now: Date) => ReceivedEvent;

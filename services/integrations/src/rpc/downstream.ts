@@ -1,9 +1,9 @@
-import { asRead } from "@affiliate/platform";
+import { asRead, errorInfoOf } from "@affiliate/platform";
 import { CommissionSkipped, EventType, HoldReason, HoldResolution, type LedgerService } from "@affiliate/proto/ledger";
 import type { PartnersService } from "@affiliate/proto/partners";
 import { timestampFromDate } from "@bufbuild/protobuf/wkt";
 import { type Client, Code, ConnectError } from "@connectrpc/connect";
-import type { Ledger, Programs } from "../domain/ports.js";
+import { type Ledger, type PaymentNotFound, type Programs, ServiceCallFailed } from "../domain/ports.js";
 
 const skippedOf: Record<CommissionSkipped, "max_commission_months" | "max_commission_payments" | undefined> = {
   [CommissionSkipped.UNSPECIFIED]: undefined,
@@ -11,8 +11,44 @@ const skippedOf: Record<CommissionSkipped, "max_commission_months" | "max_commis
   [CommissionSkipped.MAX_COMMISSION_PAYMENTS]: "max_commission_payments",
 };
 
+/**
+ * The ledger's reason (ErrorInfo) for a refund of a payment it has that earned no commission. It
+ * answers NOT_FOUND for that as for a payment it does not have: only the reason tells a refund
+ * with nothing to do from one that must wait for its payment.
+ */
+export const noCommissionReason = "no_commission";
+
+/** The codes by which a service refuses a command: asking again gets the same answer. */
+const refusalCodes = new Set([
+  Code.InvalidArgument,
+  Code.FailedPrecondition,
+  Code.OutOfRange,
+  Code.NotFound,
+  Code.AlreadyExists,
+]);
+
+/**
+ * The port with every method's Connect errors in the use cases' words (ServiceCallFailed): a
+ * refusal, or a transient failure, with the service's own message. Anything else is thrown as it
+ * was.
+ */
+function inDomainTerms<Port extends object>(port: Port): Port {
+  const wrapped = Object.entries(port).map(([name, method]: [string, (...args: unknown[]) => Promise<unknown>]) => [
+    name,
+    async (...args: unknown[]) => {
+      try {
+        return await method(...args);
+      } catch (error) {
+        if (!(error instanceof ConnectError)) throw error;
+        throw new ServiceCallFailed(error.rawMessage, refusalCodes.has(error.code), { cause: error });
+      }
+    },
+  ]);
+  return Object.fromEntries(wrapped) as Port;
+}
+
 /** NOT_FOUND from the ledger: for these calls, a payment it does not have (yet). */
-async function unlessPaymentMissing<T>(call: () => Promise<T>): Promise<T | { kind: "payment_not_found" }> {
+async function unlessPaymentMissing<T>(call: () => Promise<T>): Promise<T | PaymentNotFound> {
   try {
     return await call();
   } catch (error) {
@@ -22,12 +58,13 @@ async function unlessPaymentMissing<T>(call: () => Promise<T>): Promise<T | { ki
 }
 
 /**
- * The ledger's Track, Refund and dispute holds in the domain's words. All are safe to repeat for
- * these calls: a payment's external id makes its Track a replay, a refund to a cumulative total
- * applies only the difference, and a dispute's hold and release are idempotent by its id.
+ * The ledger's Track, Refund and dispute holds in the domain's words, errors included. All are
+ * safe to repeat for these calls: a payment's external id makes its Track a replay, a refund to a
+ * cumulative total applies only the difference, and a dispute's hold and release are idempotent
+ * by its id.
  */
 export function ledgerOver(client: Client<typeof LedgerService>): Ledger {
-  return {
+  return inDomainTerms<Ledger>({
     async track(input) {
       const referral = input.referral;
       const { event, replayed } = await client.track({
@@ -90,10 +127,8 @@ export function ledgerOver(client: Client<typeof LedgerService>): Ledger {
         };
       } catch (error) {
         const connect = ConnectError.from(error);
-        // The ledger says NOT_FOUND both for a payment it does not have and for a payment that
-        // earned no commission; only its message tells them apart.
         if (connect.code === Code.NotFound) {
-          return connect.rawMessage.startsWith("No commission")
+          return errorInfoOf(connect)?.reason === noCommissionReason
             ? { kind: "no_commission" }
             : { kind: "payment_not_found" };
         }
@@ -137,13 +172,13 @@ export function ledgerOver(client: Client<typeof LedgerService>): Ledger {
         };
       });
     },
-  };
+  });
 }
 
 /** The program's currency, read once per product (it is read-only for now: contract section 3). */
 export function programsOver(client: Client<typeof PartnersService>): Programs {
   const currencies = new Map<string, string>();
-  return {
+  return inDomainTerms<Programs>({
     async currencyOf(productId) {
       const known = currencies.get(productId);
       if (known) return known;
@@ -152,5 +187,5 @@ export function programsOver(client: Client<typeof PartnersService>): Programs {
       currencies.set(productId, program.currency);
       return program.currency;
     },
-  };
+  });
 }

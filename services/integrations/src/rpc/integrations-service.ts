@@ -8,6 +8,7 @@ import { listStripeEvents, retryStripeEvent } from "../domain/list-events.js";
 import { setPromotionCodes } from "../domain/promotion-codes.js";
 import { receiveStripeEvent } from "../domain/receive-event.js";
 import { type ReconcileDeps, reconcileStripe } from "../domain/reconcile.js";
+import { verifyStripeDelivery } from "../providers/stripe/verify.js";
 import { promotionCodesOf } from "../store/customers.js";
 
 export interface IntegrationsServiceDeps extends ConnectionDeps, ReconcileDeps {
@@ -41,11 +42,14 @@ export function createIntegrationsService(deps: IntegrationsServiceDeps): Servic
       return {};
     },
     async receiveStripeEvent(req) {
-      return receiveStripeEvent(deps, {
-        connectionId: req.connectionId,
-        payload: req.payload,
-        signature: req.signature,
-      });
+      return receiveStripeEvent(
+        { ...deps, verify: verifyStripeDelivery },
+        {
+          connectionId: req.connectionId,
+          payload: req.payload,
+          signature: req.signature,
+        },
+      );
     },
     async listStripeEvents(req) {
       const page = await listStripeEvents(

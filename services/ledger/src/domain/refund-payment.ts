@@ -144,7 +144,12 @@ export async function applyRefund(tx: TransactionSql, input: RefundInput): Promi
   const payment = await lockIdentifiedPayment(tx, input.productId, input.identification);
   const commissions = await lockCommissionsOfEvent(tx, payment.id);
   const levelOne = commissions.find((c) => c.level === 1);
-  if (!levelOne) throw new DomainError("not_found", "No commission matches this payment");
+  // NOT_FOUND, as for a payment not found, but with a reason: a caller that must tell a payment
+  // with nothing to refund from one not recorded yet (integrations, which waits for the latter)
+  // reads the reason, never this message.
+  if (!levelOne) {
+    throw DomainError.withInfo("not_found", "No commission matches this payment", { reason: "no_commission" });
+  }
 
   const remaining = payment.amountCents - payment.refundedCents;
   const toTotal = input.refundedTotalCents;

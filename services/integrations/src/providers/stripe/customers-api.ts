@@ -1,5 +1,6 @@
 import Stripe from "stripe";
 import type { FetchedCustomer } from "../../domain/ports.js";
+import { stripeClient } from "./client.js";
 import { referralMetadataKey } from "./map-event.js";
 
 /**
@@ -14,14 +15,7 @@ export async function stripeCustomer(options: {
   customerId: string;
   timeoutMs: number;
 }): Promise<FetchedCustomer> {
-  const base = new URL(options.apiBase);
-  const stripe = new Stripe(options.apiKey, {
-    host: base.hostname,
-    port: base.port || (base.protocol === "https:" ? 443 : 80),
-    protocol: base.protocol === "https:" ? "https" : "http",
-    timeout: options.timeoutMs,
-    maxNetworkRetries: 2,
-  });
+  const stripe = stripeClient(options);
   let customer: Awaited<ReturnType<typeof stripe.customers.retrieve>>;
   try {
     customer = await stripe.customers.retrieve(options.customerId);

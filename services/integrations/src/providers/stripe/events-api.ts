@@ -1,5 +1,5 @@
-import Stripe from "stripe";
 import type { ReceivedEvent } from "../../domain/types.js";
+import { stripeClient } from "./client.js";
 import { handledEventTypes } from "./map-event.js";
 import { receivedEventOf } from "./verify.js";
 
@@ -14,14 +14,7 @@ export async function* stripeEventsSince(options: {
   since: Date;
   timeoutMs: number;
 }): AsyncGenerator<ReceivedEvent> {
-  const base = new URL(options.apiBase);
-  const stripe = new Stripe(options.apiKey, {
-    host: base.hostname,
-    port: base.port || (base.protocol === "https:" ? 443 : 80),
-    protocol: base.protocol === "https:" ? "https" : "http",
-    timeout: options.timeoutMs,
-    maxNetworkRetries: 2,
-  });
+  const stripe = stripeClient(options);
   const events = stripe.events.list({
     types: [...handledEventTypes],
     created: { gte: Math.floor(options.since.getTime() / 1000) },

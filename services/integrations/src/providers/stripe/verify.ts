@@ -1,15 +1,11 @@
 import Stripe from "stripe";
+import { RefusedDelivery } from "../../domain/ports.js";
 import type { ReceivedEvent } from "../../domain/types.js";
 import { applyGroupOf } from "./map-event.js";
 import { type StripeEvent, stripeEventSchema } from "./payloads.js";
 
 /** Stripe's tolerance for a signature's timestamp, in seconds (contract section 13). */
 export const signatureToleranceSeconds = 300;
-
-/** Why a delivery was refused; nothing of it is stored. */
-export class RefusedDelivery extends Error {
-  override readonly name = "RefusedDelivery";
-}
 
 /**
  * Verifies a delivery with Stripe's own library (the `Stripe-Signature` scheme over the raw
