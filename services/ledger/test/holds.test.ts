@@ -427,10 +427,7 @@ describe("holds under concurrency", () => {
       payments.map((p) => p.partnershipId),
     );
     const payoutIds = [...new Set(commissions.map((c) => c.payoutId))];
-    await Promise.all([
-      h.sql.begin((tx) => releaseCommissions(tx, productId, payoutIds)),
-      ...payments.map((p) => hold(p, unique("dp"))),
-    ]);
+    await Promise.all([releaseCommissions(h.sql, productId, payoutIds), ...payments.map((p) => hold(p, unique("dp")))]);
     for (const p of payments)
       expect((await stateOf(p)).map(([, , reason, payout]) => [reason, payout])).toEqual([
         ["DISPUTE", ""],

@@ -7,10 +7,8 @@ import {
   type HoldTarget,
   lockPaymentAndHold,
 } from "./hold-payment-commissions.js";
-import { applyRefund, type RefundResult } from "./refund-payment.js";
-
-/** How a hold ends: lifted (a dispute won), or by refunding the payment in full (a dispute lost). */
-export type HoldResolution = "lifted" | "refunded";
+import { applyRefund } from "./refund-payment.js";
+import type { HoldResolution, RefundResult } from "./types.js";
 
 export interface ReleaseInput extends HoldTarget {
   resolution: HoldResolution;

@@ -3,8 +3,7 @@ import { type DomainEvent, ledgerEvents } from "@affiliate/proto/events";
 import { create } from "@bufbuild/protobuf";
 import { timestampNow } from "@bufbuild/protobuf/wkt";
 import { commissionStatusToProto, commissionToProto, refundResultToProto } from "../codec.js";
-import type { RefundResult } from "../domain/refund-payment.js";
-import type { Commission } from "../domain/types.js";
+import type { Commission, RefundResult } from "../domain/types.js";
 
 /**
  * The commission as events carry it: ids, amounts and states, without the customer's email or

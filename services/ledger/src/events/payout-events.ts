@@ -11,7 +11,7 @@ import {
 import { payoutsEvents } from "@affiliate/proto/events";
 import type { Payout } from "@affiliate/proto/payouts";
 import type { JetStreamManager } from "nats";
-import { releaseCommissions, settleCommissions } from "../domain/payout-claims.js";
+import { releaseCommissionsIn, settleCommissions } from "../domain/payout-claims.js";
 
 /**
  * The ledger follows the payouts it links commissions to (architecture: settlement):
@@ -48,7 +48,7 @@ export async function consumePayoutEvents(options: {
       subject: payoutsEvents.payoutRejected.subject,
       async handle(tx, message) {
         const payout = payoutOf(decodeEvent(payoutsEvents.payoutRejected, message.data));
-        await releaseCommissions(tx, payout.productId, [payout.id]);
+        await releaseCommissionsIn(tx, payout.productId, [payout.id]);
       },
     }),
   ]);

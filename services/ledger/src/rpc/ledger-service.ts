@@ -31,9 +31,9 @@ import { type PaymentIdentification, refundPayment } from "../domain/refund-paym
 import { releasePaymentCommissions } from "../domain/release-payment-commissions.js";
 import { reviewCommission } from "../domain/review-commission.js";
 import { getStats, getTimeseries } from "../domain/stats.js";
-import { assertBatchSize, type TrackOutcome, trackBatch } from "../domain/track-batch.js";
-import { type TrackDeps, trackEvent } from "../domain/track-event.js";
-import type { TrackInput } from "../domain/types.js";
+import { assertBatchSize, type TrackDeps, trackBatch } from "../domain/track-batch.js";
+import { trackEvent } from "../domain/track-event.js";
+import type { TrackInput, TrackOutcome } from "../domain/types.js";
 import { updateCommission } from "../domain/update-commission.js";
 import { getCommissionOrThrow, getCommissions } from "../store/commissions.js";
 import { partnershipStats } from "../store/rollups.js";
@@ -255,7 +255,7 @@ export function createLedgerService(deps: LedgerServiceDeps): ServiceImpl<typeof
     },
 
     async releaseCommissions(req) {
-      const released = await sql.begin((tx) => releaseCommissions(tx, req.productId, req.payoutIds));
+      const released = await releaseCommissions(sql, req.productId, req.payoutIds);
       return { releasedCount: BigInt(released) };
     },
   };
