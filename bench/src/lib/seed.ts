@@ -1,12 +1,15 @@
 import { Readable } from "node:stream";
 import { pipeline } from "node:stream/promises";
-import { commissionAmount } from "@affiliate/ledger/dist/domain/money.js";
-import { RollupChanges } from "@affiliate/ledger/dist/domain/rollup-changes.js";
-import { addEventToRollups } from "@affiliate/ledger/dist/domain/track-batch.js";
-import type { CommissionStatus } from "@affiliate/ledger/dist/domain/types.js";
-import type { NewCommission } from "@affiliate/ledger/dist/store/commissions.js";
-import { foldActivityDeltas, foldPartnershipDeltas } from "@affiliate/ledger/dist/store/rollups.js";
-import type { EventRow } from "@affiliate/ledger/dist/store/tracking-events.js";
+import {
+  addEventToRollups,
+  type CommissionStatus,
+  commissionAmount,
+  type EventRow,
+  foldActivityDeltas,
+  foldPartnershipDeltas,
+  type NewCommission,
+  RollupChanges,
+} from "@affiliate/ledger/seeding";
 import { newId, type Queryable } from "@affiliate/platform";
 import type { Sql } from "postgres";
 

@@ -1,4 +1,4 @@
-import { invariantViolations } from "@affiliate/ledger/dist/store/invariants.js";
+import { invariantViolations } from "@affiliate/ledger/store/invariants";
 import { webhookEventTypes } from "@affiliate/rest-shapes/schemas/webhooks";
 import { type AutovacuumWork, startAutovacuumStandIn } from "../lib/autovacuum-stand-in.js";
 import { type BenchContext, gatewayHasRoute } from "../lib/context.js";

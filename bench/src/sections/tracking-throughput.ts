@@ -1,4 +1,4 @@
-import { invariantViolations } from "@affiliate/ledger/dist/store/invariants.js";
+import { invariantViolations } from "@affiliate/ledger/store/invariants";
 import { compareWithInsertReference } from "../lib/child-server.js";
 import { type BenchContext, gatewayHasRoute } from "../lib/context.js";
 import { ratio } from "../lib/latency.js";

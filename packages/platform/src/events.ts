@@ -1,5 +1,6 @@
 import type { DomainEvent } from "@affiliate/proto/events";
-import { type DescMessage, type MessageShape, toBinary } from "@bufbuild/protobuf";
+import { create, type DescMessage, type MessageInitShape, type MessageShape, toBinary } from "@bufbuild/protobuf";
+import { type Timestamp, timestampNow } from "@bufbuild/protobuf/wkt";
 import {
   AckPolicy,
   connect,
@@ -14,6 +15,7 @@ import {
   type StreamInfo,
 } from "nats";
 import type { Queryable } from "./db.js";
+import { newId } from "./ids.js";
 import type { Logger } from "./logger.js";
 import { currentTraceHeaders } from "./tracing.js";
 import { wakeAfterCommit } from "./wakeups.js";
@@ -176,6 +178,60 @@ export async function enqueueEvents<Desc extends DescMessage>(
       with ordinality as item(id, payload, headers, position)
     order by item.position`;
   wakeAfterCommit("outbox");
+}
+
+/** The envelope every domain event message opens with (fields 1 and 2 of each events.proto message). */
+interface EventEnvelope {
+  id: string;
+  occurredAt?: Timestamp | undefined;
+}
+
+/** A domain event message's own fields: all but the envelope, which enqueueDomainEvent fills. */
+export type EventFields<Desc extends DescMessage> = Omit<MessageInitShape<Desc>, "$typeName" | keyof EventEnvelope>;
+
+/** The message of `event` with its envelope: a new `evt_` id and `occurredAt`. */
+function withEnvelope<Desc extends DescMessage>(
+  event: DomainEvent<Desc>,
+  fields: EventFields<Desc>,
+  occurredAt: Timestamp,
+): MessageShape<Desc> & EventEnvelope {
+  // Every registry message has the envelope (the registry's test checks it); TypeScript cannot
+  // see that through a generic message type.
+  const init = { ...fields, id: newId("evt"), occurredAt } as unknown as MessageInitShape<Desc>;
+  return create(event.schema, init) as MessageShape<Desc> & EventEnvelope;
+}
+
+/**
+ * Writes a domain event into the outbox of `tx` (enqueueEvent) with its envelope made here: a new
+ * `evt_` id, which is also its outbox key and `Nats-Msg-Id`, and the time now. The caller gives
+ * only what the event says.
+ */
+export function enqueueDomainEvent<Desc extends DescMessage>(
+  tx: Queryable,
+  event: DomainEvent<Desc>,
+  fields: EventFields<Desc>,
+): Promise<void> {
+  return enqueueEvent(tx, event, withEnvelope(event, fields, timestampNow()));
+}
+
+/**
+ * Writes many domain events of one type into the outbox of `tx` with one statement
+ * (enqueueEvents), each with its own `evt_` id and all with the same `occurredAt`.
+ */
+export function enqueueDomainEvents<Desc extends DescMessage>(
+  tx: Queryable,
+  event: DomainEvent<Desc>,
+  fields: EventFields<Desc>[],
+  /** The trace each event continues, by position (see enqueueEvents). */
+  traces: (Record<string, string> | undefined)[] = [],
+): Promise<void> {
+  const occurredAt = timestampNow();
+  return enqueueEvents(
+    tx,
+    event,
+    fields.map((one) => withEnvelope(event, one, occurredAt)),
+    traces,
+  );
 }
 
 export { AckPolicy, DeliverPolicy, type JetStreamClient, type JsMsg, type NatsConnection };

@@ -20,23 +20,13 @@ const tracer = trace.getTracer("@affiliate/platform");
  */
 export const clientTracing: Interceptor = (next) => async (req) => {
   const name = `${req.service.typeName}/${req.method.name}`;
-  return tracer.startActiveSpan(
-    name,
-    { kind: SpanKind.CLIENT, attributes: { "rpc.system": "connect_rpc", "rpc.method": name } },
-    async (span) => {
-      propagation.inject(context.active(), req.header, {
-        set: (carrier, key, value) => carrier.set(key, value),
-      });
-      try {
-        return await next(req);
-      } catch (error) {
-        span.setStatus({ code: SpanStatusCode.ERROR });
-        throw error;
-      } finally {
-        span.end();
-      }
-    },
-  );
+  const options = { kind: SpanKind.CLIENT, attributes: { "rpc.system": "connect_rpc", "rpc.method": name } };
+  return withSpanIn(context.active(), name, options, () => {
+    propagation.inject(context.active(), req.header, {
+      set: (carrier, key, value) => carrier.set(key, value),
+    });
+    return next(req);
+  });
 };
 
 /** Connect server interceptor: continues the caller's trace in a server span. */
@@ -46,21 +36,8 @@ export const serverTracing: Interceptor = (next) => async (req) => {
     keys: (carrier) => [...carrier.keys()],
   });
   const name = `${req.service.typeName}/${req.method.name}`;
-  return tracer.startActiveSpan(
-    name,
-    { kind: SpanKind.SERVER, attributes: { "rpc.system": "connect_rpc", "rpc.method": name } },
-    parent,
-    async (span) => {
-      try {
-        return await next(req);
-      } catch (error) {
-        span.setStatus({ code: SpanStatusCode.ERROR });
-        throw error;
-      } finally {
-        span.end();
-      }
-    },
-  );
+  const options = { kind: SpanKind.SERVER, attributes: { "rpc.system": "connect_rpc", "rpc.method": name } };
+  return withSpanIn(parent, name, options, () => next(req));
 };
 
 /** The active trace context as plain headers (traceparent, tracestate), for an outbox row. */

@@ -2,14 +2,21 @@ import type { DomainEvent } from "@affiliate/proto/events";
 import { ProductKeysRotatedSchema } from "@affiliate/proto/partners";
 import { createTestDatabase, createTestNamespace, type TestDatabase, type TestNamespace } from "@affiliate/testing";
 import { create, fromBinary, toBinary } from "@bufbuild/protobuf";
-import { timestampNow } from "@bufbuild/protobuf/wkt";
+import { timestampDate, timestampNow } from "@bufbuild/protobuf/wkt";
 import { context, propagation, trace } from "@opentelemetry/api";
 import { NodeSDK } from "@opentelemetry/sdk-node";
 import { NoopSpanProcessor } from "@opentelemetry/sdk-trace";
 import type { JetStreamManager, NatsConnection } from "nats";
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { createSql, type Sql } from "../src/db.js";
-import { connectNats, enqueueEvent, enqueueEvents, ensureStream } from "../src/events.js";
+import {
+  connectNats,
+  enqueueDomainEvent,
+  enqueueDomainEvents,
+  enqueueEvent,
+  enqueueEvents,
+  ensureStream,
+} from "../src/events.js";
 import { newId } from "../src/ids.js";
 import { migrate } from "../src/migrate.js";
 import { type OutboxRelay, type OutboxRelayOptions, startOutboxRelay } from "../src/outbox-relay.js";
@@ -201,6 +208,25 @@ describe("outbox relay", () => {
     expect(await messageIds()).toEqual([first.id, ...batch.map((event) => event.id)]);
     const published = (await streamMessages()).slice(1);
     expect(published.map((message) => fromBinary(ProductKeysRotatedSchema, message.data))).toEqual(batch);
+  });
+
+  it("gives a domain event its envelope: a new evt_ id, which keys the outbox row, and the time of enqueueing", async () => {
+    const before = Date.now();
+    await sql.begin(async (tx) => {
+      await enqueueDomainEvent(tx, keysRotatedEvent, { productId: "prd_one" });
+      await enqueueDomainEvents(tx, keysRotatedEvent, [{ productId: "prd_two" }, { productId: "prd_three" }]);
+    });
+    const after = Date.now();
+    const rows = await sql<{ id: string; payload: Uint8Array }[]>`select id, payload from outbox order by seq`;
+    const messages = rows.map((row) => fromBinary(ProductKeysRotatedSchema, row.payload));
+    expect(messages.map((message) => message.productId)).toEqual(["prd_one", "prd_two", "prd_three"]);
+    expect(messages.map((message) => message.id)).toEqual(rows.map((row) => row.id));
+    for (const message of messages) {
+      expect(message.id).toMatch(/^evt_/);
+      const occurredAt = message.occurredAt ? timestampDate(message.occurredAt).getTime() : 0;
+      expect(occurredAt >= before && occurredAt <= after).toBe(true);
+    }
+    expect(new Set(messages.map((message) => message.id)).size).toBe(3);
   });
 
   it("publishes an event twice at most once: the stream drops a re-publish of the same id", async () => {

@@ -1,3 +1,4 @@
+import { type DescField, ScalarType } from "@bufbuild/protobuf";
 import { describe, expect, it } from "vitest";
 import { allDomainEvents, domainEventOf, ledgerEvents } from "../src/events.js";
 import { file_affiliate_ledger_v1_events } from "../src/gen/affiliate/ledger/v1/events_pb.js";
@@ -24,6 +25,20 @@ describe("the event registry", () => {
       expect(event.schema.typeName.startsWith(`affiliate.${event.service}.v1.`)).toBe(true);
     }
     expect(new Set(allDomainEvents.map((event) => event.subject)).size).toBe(allDomainEvents.length);
+  });
+
+  it("opens every event message with the envelope enqueueDomainEvent fills: id = 1, occurred_at = 2", () => {
+    const shape = (field: DescField | undefined) =>
+      field && [
+        field.name,
+        field.number,
+        field.fieldKind === "scalar" ? field.scalar : field.fieldKind === "message" ? field.message.typeName : "",
+      ];
+    for (const event of allDomainEvents) {
+      const [id, occurredAt] = event.schema.fields;
+      expect(shape(id), event.subject).toEqual(["id", 1, ScalarType.STRING]);
+      expect(shape(occurredAt), event.subject).toEqual(["occurred_at", 2, "google.protobuf.Timestamp"]);
+    }
   });
 
   it("finds an event type by subject", () => {

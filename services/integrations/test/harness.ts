@@ -1,7 +1,7 @@
 import { Writable } from "node:stream";
 // As privacy's and payouts' tests do: the ledger has no package entry points, so its build output is imported.
-import { CachedPartnersDirectory } from "@affiliate/ledger/dist/rpc/partners-directory.js";
-import * as ledgerServer from "@affiliate/ledger/dist/server.js";
+import { CachedPartnersDirectory } from "@affiliate/ledger/rpc/partners-directory";
+import * as ledgerServer from "@affiliate/ledger/server";
 import * as partnersServer from "@affiliate/partners/server";
 import {
   createLogger,

@@ -1,5 +1,5 @@
 import { createServer, type Server } from "node:http";
-import { approveDueCommissions } from "@affiliate/ledger/dist/domain/approve-due-commissions.js";
+import { approveDueCommissions } from "@affiliate/ledger/domain/approve-due-commissions";
 import { collectMetrics } from "@affiliate/platform";
 import { StripeEventOutcome } from "@affiliate/proto/integrations";
 import { CommissionStatus, HoldReason } from "@affiliate/proto/ledger";

@@ -30,25 +30,25 @@ import {
 } from "@affiliate/proto/ledger";
 import { create, type MessageInitShape } from "@bufbuild/protobuf";
 import { timestampDate, timestampFromDate } from "@bufbuild/protobuf/wkt";
-import type { FraudFlag } from "./domain/fraud/signals.js";
-import type { CommissionPreview } from "./domain/preview-commissions.js";
-import type { RefundResult } from "./domain/refund-payment.js";
-import type { HoldResolution } from "./domain/release-payment-commissions.js";
-import type { TrackOutcome } from "./domain/track-batch.js";
-import type { TrackResult } from "./domain/track-event.js";
 import type {
   Commission,
+  CommissionPreview,
   CommissionRule,
   CommissionSkipped,
   CommissionStatus,
+  FraudFlag,
   HoldReason,
+  HoldResolution,
   Metrics,
   Period,
   ReferralSource,
+  RefundResult,
   ReviewDecision,
   TrackedEvent,
   TrackInput,
   TrackingEventType,
+  TrackOutcome,
+  TrackResult,
 } from "./domain/types.js";
 import { referralSources } from "./domain/types.js";
 

@@ -10,7 +10,8 @@ import { CommissionType } from "@affiliate/proto/partners";
 import { timestampDate } from "@bufbuild/protobuf/wkt";
 import { Code } from "@connectrpc/connect";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
-import { addCalendarMonths, customerKey, decideCommissions, nextPayment } from "../src/domain/rules.js";
+import { addCalendarMonths, decideCommissions } from "../src/domain/commission-rules.js";
+import { customerKey, nextPayment } from "../src/domain/number-payments.js";
 import type { Attribution } from "../src/domain/types.js";
 import {
   EventType,

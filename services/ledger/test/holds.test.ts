@@ -10,7 +10,7 @@ import { fromBinary } from "@bufbuild/protobuf";
 import { Code } from "@connectrpc/connect";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { approveDueCommissions } from "../src/domain/approve-due-commissions.js";
-import { releaseCommissions, settleCommissions } from "../src/domain/payout-claims.js";
+import { settleCommissions, unlinkCommissions } from "../src/domain/payout-claims.js";
 import {
   day,
   EventType,
@@ -211,7 +211,7 @@ describe("a hold (a dispute opened)", () => {
     expect((await stateOf(inPayout))[0]).toEqual(["APPROVED", 2000, "UNSPECIFIED", payoutId]);
   });
 
-  it("a commission released from a rejected payout while its payment is disputed is held again", async () => {
+  it("a commission unlinked from a rejected payout while its payment is disputed is held again", async () => {
     const productId = await newProduct(h, { holdDays: 0 });
     const p = await payment({ productId });
     const payoutId = (await claim(productId, [p.partnershipId])).commissions[0]?.payoutId ?? "";
@@ -418,7 +418,7 @@ describe("holds under concurrency", () => {
     ]);
   });
 
-  it("a hold racing a release of a rejected payout never leaves the commission unheld and unlinked", async () => {
+  it("a hold racing the unlinking of a rejected payout never leaves the commission unheld and unlinked", async () => {
     const productId = await newProduct(h, { holdDays: 0 });
     const payments: Payment[] = [];
     for (let i = 0; i < 8; i++) payments.push(await payment({ productId }));
@@ -427,10 +427,7 @@ describe("holds under concurrency", () => {
       payments.map((p) => p.partnershipId),
     );
     const payoutIds = [...new Set(commissions.map((c) => c.payoutId))];
-    await Promise.all([
-      h.sql.begin((tx) => releaseCommissions(tx, productId, payoutIds)),
-      ...payments.map((p) => hold(p, unique("dp"))),
-    ]);
+    await Promise.all([unlinkCommissions(h.sql, productId, payoutIds), ...payments.map((p) => hold(p, unique("dp")))]);
     for (const p of payments)
       expect((await stateOf(p)).map(([, , reason, payout]) => [reason, payout])).toEqual([
         ["DISPUTE", ""],

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { amountAfterRefunds, commissionAmount, mulDivRoundHalfUp } from "../src/domain/money.js";
-import { trackErrors } from "../src/domain/rules.js";
+import { trackErrors } from "../src/domain/tracking-rules.js";
 
 describe("commission arithmetic", () => {
   it("rounds to the nearest cent, halves up", () => {

@@ -1,4 +1,12 @@
-import { createLogger, createSql, errorMapping, migrate, PageTokens, type Sql } from "@affiliate/platform";
+import {
+  createLogger,
+  createSql,
+  errorMapping,
+  migrate,
+  PageTokens,
+  type SealingKey,
+  type Sql,
+} from "@affiliate/platform";
 import { PartnersAdminService, PartnersService } from "@affiliate/proto/partners";
 import { createTestDatabase, type TestDatabase } from "@affiliate/testing";
 import { createClient, createRouterTransport } from "@connectrpc/connect";
@@ -15,11 +23,15 @@ export interface Harness {
 /**
  * Clients of the partners service on `sql` over an in-memory transport; errors are mapped by the
  * same interceptor as in production. Sign-in answers without a floor unless `loginAnswerFloorMs`
- * says otherwise: only the timing tests wait for it.
+ * says otherwise: only the timing tests wait for it. Payout details are sealed under the
+ * development key unless `payoutSealing` is given.
  */
-export function serviceClients(sql: Sql, { loginAnswerFloorMs = 0 } = {}) {
+export function serviceClients(
+  sql: Sql,
+  { loginAnswerFloorMs = 0, payoutSealing }: { loginAnswerFloorMs?: number; payoutSealing?: SealingKey } = {},
+) {
   const transport = createRouterTransport(
-    routes({ sql, pageTokens: new PageTokens("test-page-token-secret"), loginAnswerFloorMs }),
+    routes({ sql, pageTokens: new PageTokens("test-page-token-secret"), loginAnswerFloorMs, payoutSealing }),
     {
       router: { interceptors: [errorMapping(createLogger("partners-test", "silent"))] },
     },

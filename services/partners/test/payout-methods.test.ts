@@ -1,11 +1,12 @@
+import { createCipheriv, hkdfSync, randomBytes } from "node:crypto";
 import { fieldErrorsOf, newId, PageTokens } from "@affiliate/platform";
 import { ErasureOwnerService } from "@affiliate/proto/erasure";
 import { WiseReceiverType } from "@affiliate/proto/partners";
 import { Code, ConnectError, createClient, createRouterTransport } from "@connectrpc/connect";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { payoutSealingKey } from "../src/config.js";
+import { developmentPayoutDetailsKey, payoutSealingKey } from "../src/config.js";
 import { routes } from "../src/server.js";
-import { type Harness, startHarness, uniqueEmail } from "./harness.js";
+import { type Harness, serviceClients, startHarness, uniqueEmail } from "./harness.js";
 
 let h: Harness;
 let erasure: ReturnType<typeof createClient<typeof ErasureOwnerService>>;
@@ -25,6 +26,15 @@ async function partnership(email = uniqueEmail()) {
   const productId = product?.id ?? "";
   const { partnership } = await h.partners.registerAffiliate({ productId, registration: { email }, notify: false });
   return { productId, partnershipId: partnership?.id ?? "", email };
+}
+
+/** Details as partners sealed them before sealed values carried a key version: nonce, tag, ciphertext. */
+function sealedWithoutVersion(secret: string, details: object): Buffer {
+  const key = Buffer.from(hkdfSync("sha256", secret, "affiliate-partners", "payout-details", 32));
+  const nonce = randomBytes(12);
+  const cipher = createCipheriv("aes-256-gcm", key, nonce);
+  const ciphertext = Buffer.concat([cipher.update(JSON.stringify(details), "utf8"), cipher.final()]);
+  return Buffer.concat([nonce, cipher.getAuthTag(), ciphertext]);
 }
 
 const paypal = (partnershipId: string, email: string) => ({
@@ -86,6 +96,56 @@ describe("payout methods", () => {
     expect((await h.partners.deletePayoutMethod({ productId, partnershipId })).deleted).toBe(true);
     expect((await h.partners.deletePayoutMethod({ productId, partnershipId })).deleted).toBe(false);
     expect((await failure(h.partners.getPayoutMethod({ productId, partnershipId })))?.code).toBe(Code.NotFound);
+  });
+
+  it("sealed before key versions or under the previous key, still open after the key rotates", async () => {
+    const { productId, partnershipId } = await partnership();
+    const other = await partnership();
+    await h.partners.setPayoutMethod({ productId, method: paypal(partnershipId, "legacy@example.com") });
+    await h.partners.setPayoutMethod({
+      productId: other.productId,
+      method: paypal(other.partnershipId, "version1@example.com"),
+    });
+    // The first as partners stored it before sealed values carried a key version: nonce, tag,
+    // ciphertext under the same key.
+    await h.sql`
+      update payout_methods set sealed_details = ${sealedWithoutVersion(developmentPayoutDetailsKey, {
+        type: "paypal",
+        email: "legacy@example.com",
+      })}
+      where partnership_id = ${partnershipId}`;
+    const emailsOf = async (clients: Pick<Harness, "partners">) => {
+      const emails = [];
+      for (const one of [{ productId, partnershipId }, other]) {
+        const { methods } = await clients.partners.revealPayoutMethods({
+          productId: one.productId,
+          partnershipIds: [one.partnershipId],
+        });
+        emails.push(...methods.map((m) => (m.details.case === "paypal" ? m.details.value.email : "")));
+      }
+      return emails;
+    };
+    expect(await emailsOf(h)).toEqual(["legacy@example.com", "version1@example.com"]);
+
+    const rotated = serviceClients(h.sql, {
+      payoutSealing: payoutSealingKey("rotated-payout-details-key-0123456789", {
+        version: 2,
+        previousSecret: developmentPayoutDetailsKey,
+      }),
+    });
+    expect(await emailsOf(rotated)).toEqual(["legacy@example.com", "version1@example.com"]);
+    await rotated.partners.setPayoutMethod({ productId, method: paypal(partnershipId, "version2@example.com") });
+    const [row] = await h.sql<{ sealedDetails: Buffer }[]>`
+      select sealed_details from payout_methods where partnership_id = ${partnershipId}`;
+    expect(row?.sealedDetails[0]).toBe(2);
+    expect(await emailsOf(rotated)).toEqual(["version2@example.com", "version1@example.com"]);
+    // The key before the rotation cannot open what the new one sealed.
+    expect((await failure(h.partners.revealPayoutMethods({ productId, partnershipIds: [partnershipId] })))?.code).toBe(
+      Code.Internal,
+    );
+    expect(() => payoutSealingKey(developmentPayoutDetailsKey, { version: 1, previousSecret: "x".repeat(32) })).toThrow(
+      /PAYOUT_DETAILS_ENCRYPTION_KEY_VERSION must be 2 or more/,
+    );
   });
 
   it("refuses bad details by field, and another product's partnership as a missing one", async () => {

@@ -158,7 +158,7 @@ describe("generating payouts", () => {
     const partnershipId = h.partners.partnership(productId);
     const commission = h.ledger.add(productId, partnershipId, 6000);
     const adjustment = await unappliedAdjustment(h, productId, partnershipId, -500);
-    const releasesBefore = h.ledger.releases.length;
+    const unlinkedBefore = h.ledger.unlinked.length;
     // Between the balances and the claim, a refund cuts the commission.
     h.ledger.beforeClaim = async () => {
       h.ledger.refund(commission, { newAmountCents: 3000, paymentRefundedCents: 15_000 });
@@ -170,7 +170,7 @@ describe("generating payouts", () => {
     expect(await payoutsOf(productId)).toEqual([]);
     // Released at the ledger, adjustments free again, nothing owed.
     expect(h.ledger.get(commission).payoutId).toBe("");
-    const released = h.ledger.releases.slice(releasesBefore);
+    const released = h.ledger.unlinked.slice(unlinkedBefore);
     expect(released).toHaveLength(1);
     expect(await adjustmentsOf(h, partnershipId)).toMatchObject([{ id: adjustment, payoutId: null }]);
     expect(await h.sql`select payout_id from pending_releases`).toEqual([]);
@@ -223,7 +223,7 @@ describe("generating in batches", () => {
     expect(await h.sql`select id from payouts where product_id = ${productId} and status = 'draft'`).toEqual([]);
   });
 
-  it("drops only the payouts of a batch that no longer qualify, frees their adjustments and releases their claims", async () => {
+  it("drops only the payouts of a batch that no longer qualify, frees their adjustments and unlinks their claims", async () => {
     const productId = h.partners.product(5000);
     const [kept, cut, cutWithAdjustment, alsoKept] = [0, 1, 2, 3].map(() => h.partners.partnership(productId));
     const keptCommission = h.ledger.add(productId, kept ?? "", 6000);
@@ -231,8 +231,8 @@ describe("generating in batches", () => {
     const cutWithAdjustmentCommission = h.ledger.add(productId, cutWithAdjustment ?? "", 7000);
     const adjustment = await unappliedAdjustment(h, productId, cutWithAdjustment ?? "", -1000);
     h.ledger.add(productId, alsoKept ?? "", 9000);
-    const releasesBefore = h.ledger.releases.length;
-    const releaseCallsBefore = h.ledger.releaseCalls.length;
+    const unlinkedBefore = h.ledger.unlinked.length;
+    const unlinkCallsBefore = h.ledger.unlinkCalls.length;
     // Between the balances and the claim, refunds cut two of the four below the minimum.
     h.ledger.beforeClaim = async () => {
       h.ledger.refund(cutCommission, { newAmountCents: 4000, paymentRefundedCents: 10_000 });
@@ -249,10 +249,10 @@ describe("generating in batches", () => {
       ].sort(),
     );
     expect((await payoutsOf(productId)).map((p) => p.partnershipId).sort()).toEqual([kept, alsoKept].sort());
-    // The dropped drafts' claims were released at the ledger, once each, in one call; nothing is owed.
-    const released = h.ledger.releases.slice(releasesBefore);
+    // The dropped drafts' claims were unlinked at the ledger, once each, in one call; nothing is owed.
+    const released = h.ledger.unlinked.slice(unlinkedBefore);
     expect(released).toHaveLength(2);
-    expect(h.ledger.releaseCalls.slice(releaseCallsBefore)).toEqual([expect.arrayContaining(released)]);
+    expect(h.ledger.unlinkCalls.slice(unlinkCallsBefore)).toEqual([expect.arrayContaining(released)]);
     expect(payouts.some((p) => released.includes(p.id))).toBe(false);
     expect(h.ledger.get(cutCommission).payoutId).toBe("");
     expect(h.ledger.get(cutWithAdjustmentCommission).payoutId).toBe("");
@@ -275,7 +275,7 @@ describe("concurrent generation", () => {
     const [withAdjustment] = partnerships;
     await unappliedAdjustment(h, productId, withAdjustment ?? "", -700);
     // Both calls read the same balances before either claims, so both try every partnership.
-    const releasesBefore = h.ledger.releases.length;
+    const unlinkedBefore = h.ledger.unlinked.length;
     let arrived = 0;
     let release: () => void = () => {};
     const bothRead = new Promise<void>((resolve) => {
@@ -293,8 +293,8 @@ describe("concurrent generation", () => {
     ]);
 
     const created = [...first.payouts, ...second.payouts];
-    // Both calls raced for both partnerships: each lost race left a draft that was dropped and released.
-    expect(h.ledger.releases.length - releasesBefore).toBe(2);
+    // Both calls raced for both partnerships: each lost race left a draft that was dropped and unlinked.
+    expect(h.ledger.unlinked.length - unlinkedBefore).toBe(2);
     expect(created.map((p) => p.partnershipId).sort()).toEqual([...partnerships].sort());
     const stored = await payoutsOf(productId);
     expect(stored.map((p) => p.id).sort()).toEqual(created.map((p) => p.id).sort());
@@ -366,7 +366,7 @@ describe("draft recovery", () => {
     expect(await payoutsOf(productId)).toHaveLength(1);
   });
 
-  it("deletes a recovered draft left with nothing, frees its adjustments and releases its claim", async () => {
+  it("deletes a recovered draft left with nothing, frees its adjustments and unlinks its claim", async () => {
     const productId = h.partners.product(5000);
     const partnershipId = h.partners.partnership(productId);
     const commission = h.ledger.add(productId, partnershipId, 7000);
@@ -382,7 +382,7 @@ describe("draft recovery", () => {
 
     expect(await payoutsOf(productId)).toMatchObject([{ id: payouts[0]?.id, status: "pending" }]);
     expect(await adjustmentsOf(h, partnershipId)).toMatchObject([{ id: adjustment, payoutId: null }]);
-    expect(h.ledger.releases).toContain(stale.id);
+    expect(h.ledger.unlinked).toContain(stale.id);
     expect(h.ledger.get(commission).payoutId).toBe(payouts[0]?.id);
     expect(await h.sql`select payout_id from pending_releases`).toEqual([]);
   });
@@ -402,7 +402,7 @@ describe("draft recovery in batches", () => {
         drafts.filter((d) => d.productId === productId),
       );
     }
-    const releasesBefore = h.ledger.releases.length;
+    const unlinkedBefore = h.ledger.unlinked.length;
     h.ledger.claimSizes.length = 0;
 
     h.clock.offsetMs = 31_000;
@@ -412,7 +412,7 @@ describe("draft recovery in batches", () => {
     expect(h.ledger.claimSizes).toEqual([2, 2]);
     const [first, second] = products;
     expect(await payoutsOf(first ?? "")).toEqual([]);
-    expect(h.ledger.releases.slice(releasesBefore).sort()).toEqual(
+    expect(h.ledger.unlinked.slice(unlinkedBefore).sort()).toEqual(
       drafts
         .filter((d) => d.productId === first)
         .map((d) => d.id)

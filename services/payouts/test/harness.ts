@@ -65,7 +65,7 @@ export interface FakeCommission {
 /**
  * The ledger's payout RPCs over an in-memory map, implemented honestly: a claim links each
  * claim's partnership's approved, unlinked commissions in one synchronous step (atomic in one
- * event loop) and returns every commission linked to the payout ids (idempotent), a release
+ * event loop) and returns every commission linked to the payout ids (idempotent), ReleaseCommissions
  * unlinks what is not paid. Tests can pause calls with hooks to force interleavings.
  */
 export class FakeLedger {
@@ -74,9 +74,10 @@ export class FakeLedger {
   beforeBalances: () => Promise<void> = async () => {};
   /** Awaited before a claim links anything; given the call's payout ids. */
   beforeClaim: (payoutIds: string[]) => Promise<void> = async () => {};
-  readonly releases: string[] = [];
+  /** Every payout id ReleaseCommissions was asked to unlink. */
+  readonly unlinked: string[] = [];
   /** The payout ids of each ReleaseCommissions call, in call order. */
-  readonly releaseCalls: string[][] = [];
+  readonly unlinkCalls: string[][] = [];
   /** How many claims each ClaimCommissions call carried. */
   readonly claimSizes: number[] = [];
 
@@ -111,15 +112,15 @@ export class FakeLedger {
   }
 
   /** What the ledger does when it consumes payout.rejected. */
-  release(productId: string, payoutId: string): number {
-    let released = 0;
+  unlink(productId: string, payoutId: string): number {
+    let unlinked = 0;
     for (const c of this.commissions.values()) {
       if (c.productId === productId && c.payoutId === payoutId && c.status !== "paid") {
         c.payoutId = "";
-        released += 1;
+        unlinked += 1;
       }
     }
-    return released;
+    return unlinked;
   }
 
   /**
@@ -191,10 +192,10 @@ export class FakeLedger {
         };
       },
       releaseCommissions: async ({ productId, payoutIds }) => {
-        this.releaseCalls.push(payoutIds);
-        this.releases.push(...payoutIds);
-        const released = payoutIds.reduce((sum, payoutId) => sum + this.release(productId, payoutId), 0);
-        return { releasedCount: BigInt(released) };
+        this.unlinkCalls.push(payoutIds);
+        this.unlinked.push(...payoutIds);
+        const unlinked = payoutIds.reduce((sum, payoutId) => sum + this.unlink(productId, payoutId), 0);
+        return { releasedCount: BigInt(unlinked) };
       },
     });
   }

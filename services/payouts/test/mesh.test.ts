@@ -5,9 +5,9 @@
  * clawback.
  */
 
-import { consumePayoutEvents } from "@affiliate/ledger/dist/events/payout-events.js";
-import { CachedPartnersDirectory } from "@affiliate/ledger/dist/rpc/partners-directory.js";
-import * as ledgerServer from "@affiliate/ledger/dist/server.js";
+import { consumePayoutEvents } from "@affiliate/ledger/events/payout-events";
+import { CachedPartnersDirectory } from "@affiliate/ledger/rpc/partners-directory";
+import * as ledgerServer from "@affiliate/ledger/server";
 import * as partnersServer from "@affiliate/partners/server";
 import {
   connectNats,

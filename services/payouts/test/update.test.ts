@@ -170,7 +170,7 @@ describe("effects of the actions", () => {
     expect(again?.code).toBe(Code.NotFound);
 
     // Once the ledger consumed payout.rejected, the next payout takes both again.
-    h.ledger.release(productId, payoutId);
+    h.ledger.unlink(productId, payoutId);
     const [next] = (await h.payouts.generatePayouts({ productId })).payouts;
     expect(next).toMatchObject({ amountCents: 6500n, adjustmentCents: -2500n, commissionCount: 1n });
     expect(h.ledger.get(commission).payoutId).toBe(next?.id);

@@ -1,6 +1,6 @@
 // As payouts' mesh test does: the ledger has no package entry points, so its build output is imported.
-import { CachedPartnersDirectory } from "@affiliate/ledger/dist/rpc/partners-directory.js";
-import * as ledgerServer from "@affiliate/ledger/dist/server.js";
+import { CachedPartnersDirectory } from "@affiliate/ledger/rpc/partners-directory";
+import * as ledgerServer from "@affiliate/ledger/server";
 import * as partnersServer from "@affiliate/partners/server";
 import { createLogger, createSql, errorMapping, migrate, PageTokens, type Sql } from "@affiliate/platform";
 import { ErasureOwnerService } from "@affiliate/proto/erasure";

@@ -1,4 +1,4 @@
-import { invariantViolations } from "@affiliate/ledger/dist/store/invariants.js";
+import { invariantViolations } from "@affiliate/ledger/store/invariants";
 import type { Queryable } from "@affiliate/platform";
 import { createTestDatabase, createTestNamespace, type TestDatabase, type TestNamespace } from "@affiliate/testing";
 import postgres from "postgres";

@@ -30,7 +30,7 @@ export function assertValidHoldTarget(target: HoldTarget): void {
 
 /**
  * Locks the live payment the hold names, and reads the hold recorded under its id, if any. Every
- * hold and release of a payment starts here: the payment's lock serialises them with each other
+ * hold and close of a payment starts here: the payment's lock serialises them with each other
  * and with its refunds, and they lock its commissions next, as refunds do.
  */
 export async function lockPaymentAndHold(
@@ -55,7 +55,7 @@ const holdable = (c: Commission) => (c.status === "pending" || c.status === "app
 /**
  * Holds a payment's commissions (both levels) while its payment is disputed (contract section
  * 13): held, they keep their status and amount, but the hold sweep does not approve them and no
- * payout claims them until the hold is released. Idempotent by the hold id: a repeat, or an
+ * payout claims them until the hold is closed. Idempotent by the hold id: a repeat, or an
  * opening that arrives after its closing, changes nothing.
  *
  * A commission already claimed by a payout (or paid) is not held: it stays where it is, and a

@@ -104,31 +104,41 @@ export async function claimCommissions(
 
 /**
  * Unlinks every unpaid commission of the payouts (rejected or abandoned), at most
- * maxPayoutsPerCall payout ids at once; a repeat releases nothing. Returns how many it unlinked.
- *
- * A commission whose payment was disputed while it sat in the payout was not held then (it was
- * in a payout); unlinked, it is held now, in the caller's transaction, so no payout claims it
- * before the dispute closes. Two statements: the second reads the holds committed after the
- * first locked the rows (a hold locks the payment's commissions before it decides, so one that
- * ran into these locks commits after this transaction and finds the commission unlinked).
+ * maxPayoutsPerCall payout ids at once, in one transaction; a repeat unlinks nothing. Returns how
+ * many it unlinked.
  */
-export async function releaseCommissions(tx: TransactionSql, productId: string, payoutIds: string[]): Promise<number> {
+export async function unlinkCommissions(sql: Sql, productId: string, payoutIds: string[]): Promise<number> {
   if (payoutIds.length > maxPayoutsPerCall) {
     throw DomainError.invalidField("payout_ids", `At most ${maxPayoutsPerCall} payout ids per call`);
   }
   if (payoutIds.length === 0) return 0;
+  return sql.begin((tx) => unlinkCommissionsIn(tx, productId, payoutIds));
+}
+
+/**
+ * unlinkCommissions in the caller's transaction (a payout.rejected consumer's, which records the
+ * event applied in the same commit), for payout ids already within maxPayoutsPerCall.
+ *
+ * A commission whose payment was disputed while it sat in the payout was not held then (it was
+ * in a payout); unlinked, it is held now, in this transaction, so no payout claims it before the
+ * dispute closes. Two statements: the second reads the holds committed after the first locked
+ * the rows (a hold locks the payment's commissions before it decides, so one that ran into these
+ * locks commits after this transaction and finds the commission unlinked).
+ */
+export async function unlinkCommissionsIn(tx: TransactionSql, productId: string, payoutIds: string[]): Promise<number> {
+  if (payoutIds.length === 0) return 0;
   // "payout_id is not null": as in claimCommissions, for the partial index.
-  const released = await tx<{ id: string }[]>`
+  const unlinked = await tx<{ id: string }[]>`
     update commissions set payout_id = null, updated_at = now()
     where product_id = ${productId} and payout_id is not null and payout_id = any(${payoutIds}::text[])
       and status <> 'paid'
     returning id`;
-  if (released.length > 0)
+  if (unlinked.length > 0)
     await holdAgainWhileDisputed(
       tx,
-      released.map((row) => row.id),
+      unlinked.map((row) => row.id),
     );
-  return released.length;
+  return unlinked.length;
 }
 
 /**

@@ -2,17 +2,11 @@ import { DomainError, normalizeEmail } from "@affiliate/platform";
 import { recordedPayments } from "../store/payment-counters.js";
 import { findPaymentsByExternalIds } from "../store/tracking-events.js";
 import { attributeInOrder, BatchDirectory } from "./attribute.js";
-import { type CommissionDecision, decideCommissions, nextPayment, trackErrors } from "./rules.js";
-import { counterOf } from "./track-batch.js";
-import type { TrackDeps } from "./track-event.js";
-import type { TrackInput } from "./types.js";
-
-export interface CommissionPreview extends CommissionDecision {
-  /** The partnership the payment would be credited to; null when none. */
-  partnershipId: string | null;
-  /** A live payment with the input's external_id is recorded already (recording it would replay it). */
-  alreadyRecorded: boolean;
-}
+import { decideCommissions } from "./commission-rules.js";
+import { counterOf, nextPayment } from "./number-payments.js";
+import type { TrackDeps } from "./track-batch.js";
+import { trackErrors } from "./tracking-rules.js";
+import type { CommissionPreview, TrackInput } from "./types.js";
 
 /**
  * What a live payment would earn if it were recorded now, and why (contract section 12): the

@@ -14,7 +14,7 @@ import { recordCommissionChange } from "./commission-changes.js";
 import { onceForKey } from "./idempotency.js";
 import { amountAfterRefunds } from "./money.js";
 import { RollupChanges } from "./rollup-changes.js";
-import type { Commission, CommissionStatus } from "./types.js";
+import type { Commission, CommissionStatus, RefundResult } from "./types.js";
 
 export type PaymentIdentification =
   | { commissionId: string }
@@ -35,18 +35,6 @@ export interface RefundInput {
   idempotencyKey?: string | undefined;
   /** Hash of the public request body without the key; derived from the input when empty. */
   requestFingerprint?: string | undefined;
-}
-
-/** The spec 4.9 response, for the payment's level-1 commission. */
-export interface RefundResult {
-  commissionId: string;
-  partnershipId: string;
-  paymentAmountCents: number;
-  refundAmountCents: number;
-  previousCommissionCents: number;
-  newCommissionCents: number;
-  status: CommissionStatus;
-  fullyRefunded: boolean;
 }
 
 /**

@@ -1,13 +1,6 @@
-import { DomainError, newId, normalizeEmail, type Queryable, type TransactionSql } from "@affiliate/platform";
+import { DomainError, newId, normalizeEmail, type Queryable, type Sql, type TransactionSql } from "@affiliate/platform";
 import { enqueueCommissionEvents } from "../events/outbox.js";
 import { getCommissionsOfEvents, insertCommissions, type NewCommission } from "../store/commissions.js";
-import {
-  addPayments,
-  type CounterKey,
-  counterKeyOf,
-  type RecordedPayments,
-  recordedPayments,
-} from "../store/payment-counters.js";
 import {
   type EventRow,
   findPaymentsByExternalIds,
@@ -17,27 +10,33 @@ import {
 } from "../store/tracking-events.js";
 import { BatchDirectory, type Credit, creditInOrder } from "./attribute.js";
 import { recordCommissionChange } from "./commission-changes.js";
+import { decideCommissions } from "./commission-rules.js";
 import { fraudFlagsOf, fraudVerdict } from "./fraud/check-events.js";
-import type { FraudFlag } from "./fraud/signals.js";
+import { nextLivePayments, numberPayments } from "./number-payments.js";
+import type { PartnersDirectory } from "./ports.js";
 import { RollupChanges } from "./rollup-changes.js";
-import {
-  type CommissionDecision,
-  customerKey,
-  decideCommissions,
-  firstPayment,
-  newVisitorId,
-  nextPayment,
-  type PaymentHistory,
-  trackErrors,
-} from "./rules.js";
-import type { TrackDeps, TrackResult } from "./track-event.js";
-import type { Attribution, CommissionSummary, TrackedEvent, TrackInput } from "./types.js";
+import { newVisitorId, trackErrors } from "./tracking-rules.js";
+import type {
+  Attribution,
+  CommissionDecision,
+  CommissionSummary,
+  FraudFlag,
+  PaymentHistory,
+  TrackedEvent,
+  TrackInput,
+  TrackOutcome,
+  TrackResult,
+} from "./types.js";
+
+/** What recording (Track, TrackBatch, PreviewCommissions) needs. */
+export interface TrackDeps {
+  sql: Sql;
+  partners: PartnersDirectory;
+  clock: () => Date;
+}
 
 /** The most events one TrackBatch call takes (contract section 5a). */
 export const maxBatchEvents = 500;
-
-/** One event's answer: what Track would have returned, or the error it would have thrown. */
-export type TrackOutcome = { result: TrackResult; error?: undefined } | { error: DomainError; result?: undefined };
 
 /** INVALID_ARGUMENT unless 1 to maxBatchEvents events. */
 export function assertBatchSize(count: number): void {
@@ -216,70 +215,6 @@ function eventRow(pending: Pending, credit: Credit | undefined): EventRow {
   };
 }
 
-/** A payment's counter: the customer's payments to the partnership it is attributed to; undefined without a customer. */
-export function counterOf(
-  event: Pick<EventRow, "eventType" | "productId" | "partnershipId" | "providerCustomerId" | "customerEmail">,
-): CounterKey | undefined {
-  if (event.eventType !== "payment" || event.partnershipId === null) return undefined;
-  const key = customerKey(event);
-  return key === undefined
-    ? undefined
-    : { productId: event.productId, partnershipId: event.partnershipId, customerKey: key };
-}
-
-/**
- * Numbers the attributed live payments being recorded (in the caller's transaction): each
- * customer's counter gains its payments of the batch, in batch order, after those recorded
- * before; the counter rows stay locked until commit (addPayments).
- */
-async function numberPayments(tx: Queryable, payments: EventRow[]): Promise<Map<string, PaymentHistory>> {
-  const byCounter = new Map<string, { key: CounterKey; events: EventRow[] }>();
-  const histories = new Map<string, PaymentHistory>();
-  for (const event of payments) {
-    const key = counterOf(event);
-    if (!key) {
-      histories.set(event.id, firstPayment(event.occurredAt));
-      continue;
-    }
-    const group = byCounter.get(counterKeyOf(key)) ?? { key, events: [] };
-    group.events.push(event);
-    byCounter.set(counterKeyOf(key), group);
-  }
-  const before = await addPayments(
-    tx,
-    [...byCounter.values()].map(({ key, events }) => ({
-      ...key,
-      payments: events.length,
-      firstPaymentAt: (events[0] as EventRow).occurredAt,
-      firstEventId: (events[0] as EventRow).id,
-    })),
-  );
-  for (const [counter, { events }] of byCounter) {
-    let recorded = before.get(counter);
-    for (const event of events) {
-      const history = nextPayment(recorded, event.occurredAt);
-      histories.set(event.id, history);
-      recorded = { payments: history.paymentNumber, firstPaymentAt: history.firstPaymentAt };
-    }
-  }
-  return histories;
-}
-
-/** The histories of sandbox payments: each as the next live payment of its customer, counting nothing. */
-async function previewHistories(sql: Queryable, payments: EventRow[]): Promise<Map<string, PaymentHistory>> {
-  const keys = new Map(payments.map((event) => [event.id, counterOf(event)]));
-  const recorded: Map<string, RecordedPayments> = await recordedPayments(
-    sql,
-    [...keys.values()].filter((key): key is CounterKey => key !== undefined),
-  );
-  return new Map(
-    payments.map((event) => {
-      const key = keys.get(event.id);
-      return [event.id, nextPayment(key ? recorded.get(counterKeyOf(key)) : undefined, event.occurredAt)];
-    }),
-  );
-}
-
 const noCommission: CommissionDecision = { commissions: [], skipped: null };
 
 /** What an event earns: only an attributed payment does, by decideCommissions. */
@@ -409,16 +344,7 @@ async function writeLive(tx: TransactionSql, now: Date, planned: Planned[]): Pro
       replayed: false,
     });
   }
-  const lost = planned.filter((p) => !inserted.has(p.row.id));
-  const originals = await replaysOf(
-    tx,
-    false,
-    lost.map((p) => p.pending),
-  );
-  for (const { pending } of lost) {
-    const original = originals.get(paymentKey(pending.input) ?? "");
-    if (original) results.set(pending.position, original);
-  }
+  await answerReplaysOfLost(tx, false, planned, inserted, results);
   return results;
 }
 
@@ -428,7 +354,7 @@ async function writeLive(tx: TransactionSql, now: Date, planned: Planned[]): Pro
  * limit, not even another sandbox payment's).
  */
 async function writeSandbox(deps: ModeDeps, planned: Planned[]): Promise<Map<number, TrackResult>> {
-  const histories = await previewHistories(
+  const histories = await nextLivePayments(
     deps.sql,
     planned.flatMap((p) => (p.row.eventType === "payment" && p.attribution ? [p.row] : [])),
   );
@@ -451,17 +377,32 @@ async function writeSandbox(deps: ModeDeps, planned: Planned[]): Promise<Map<num
       });
     }
   }
+  await answerReplaysOfLost(deps.sql, true, planned, inserted, results);
+  return results;
+}
+
+/**
+ * The payments whose insert lost to a concurrent recording of the same external_id (ON CONFLICT)
+ * are answered with that original, as replays. One whose original cannot be read (it committed
+ * after this statement's snapshot) stays unanswered and is asked to retry.
+ */
+async function answerReplaysOfLost(
+  sql: Queryable,
+  testMode: boolean,
+  planned: Planned[],
+  inserted: Set<string>,
+  results: Map<number, TrackResult>,
+): Promise<void> {
   const lost = planned.filter((p) => !inserted.has(p.row.id));
   const originals = await replaysOf(
-    deps.sql,
-    true,
+    sql,
+    testMode,
     lost.map((p) => p.pending),
   );
   for (const { pending } of lost) {
     const original = originals.get(paymentKey(pending.input) ?? "");
     if (original) results.set(pending.position, original);
   }
-  return results;
 }
 
 export function addEventToRollups(
@@ -496,11 +437,7 @@ export function addEventToRollups(
  * The recorded originals of these events' payments, as replays, by payment key: one query for
  * the events, one for their commissions (live) or their stored simulation (sandbox).
  */
-async function replaysOf(
-  sql: TrackDeps["sql"] | TransactionSql,
-  testMode: boolean,
-  events: Pending[],
-): Promise<Map<string, TrackResult>> {
+async function replaysOf(sql: Queryable, testMode: boolean, events: Pending[]): Promise<Map<string, TrackResult>> {
   const keys = events.flatMap((e) =>
     e.input.type === "payment" && e.input.externalId !== undefined
       ? [{ productId: e.input.productId, externalId: e.input.externalId }]

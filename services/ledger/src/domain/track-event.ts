@@ -1,19 +1,5 @@
-import type { Sql } from "@affiliate/platform";
-import type { PartnersDirectory } from "./ports.js";
-import { trackBatch } from "./track-batch.js";
-import type { TrackedEvent, TrackInput } from "./types.js";
-
-export interface TrackDeps {
-  sql: Sql;
-  partners: PartnersDirectory;
-  clock: () => Date;
-}
-
-export interface TrackResult {
-  event: TrackedEvent;
-  /** True when the payment's external_id was already recorded: this is the original. */
-  replayed: boolean;
-}
+import { type TrackDeps, trackBatch } from "./track-batch.js";
+import type { TrackInput, TrackResult } from "./types.js";
 
 /**
  * Records one click, signup or payment (contract section 5): a batch of one, so a single event

@@ -1,6 +1,9 @@
-/** The ledger's own vocabulary; the RPC edge maps it to and from proto. */
-import type { FraudSettings } from "@affiliate/platform";
-import type { FraudFlag } from "./fraud/signals.js";
+/**
+ * The ledger's own vocabulary, and what its use cases answer: the RPC edge and the events map it
+ * to and from proto (codec.ts). It imports nothing of the ledger, so whatever reads it (codec,
+ * store, events) depends on no use case.
+ */
+import type { DomainError, FraudSettings, FraudSignal } from "@affiliate/platform";
 
 export type TrackingEventType = "click" | "signup" | "payment";
 export type CommissionStatus = "pending" | "approved" | "paid" | "rejected" | "refunded";
@@ -64,6 +67,12 @@ export interface TrackedEvent {
   commissionSkipped: CommissionSkipped | null;
   /** A click's fraud flags: a flagged click is stored and counted nowhere. Empty otherwise. */
   flags: FraudFlag[];
+}
+
+/** A fraud signal raised on an event, with what was seen (contract section 18; fraud/signals.ts). */
+export interface FraudFlag {
+  signal: FraudSignal;
+  evidence: Record<string, string | number>;
 }
 
 export type CommissionType = "percent" | "flat";
@@ -186,3 +195,61 @@ export interface PartnershipStats {
   pendingAmountCents: bigint;
   approvedAmountCents: bigint;
 }
+
+// ───────────────────────── what the use cases answer ─────────────────────────
+
+/** What Track answers for one event. */
+export interface TrackResult {
+  event: TrackedEvent;
+  /** True when the payment's external_id was already recorded: this is the original. */
+  replayed: boolean;
+}
+
+/** One event's answer in a batch: what Track would have returned, or the error it would have thrown. */
+export type TrackOutcome = { result: TrackResult; error?: undefined } | { error: DomainError; result?: undefined };
+
+/** Where a payment stands in its customer's history with the partnership, fixed when it is recorded. */
+export interface PaymentHistory {
+  /** 1 for the customer's first attributed payment to the partnership. */
+  paymentNumber: number;
+  /** When that first payment occurred: the anchor of max_commission_months. */
+  firstPaymentAt: Date;
+}
+
+/** A commission a payment earns, before it is given an id, a status and a hold. */
+export interface EarnedCommission {
+  level: 1 | 2;
+  partnershipId: string;
+  referralCode: string;
+  amountCents: number;
+  rule: CommissionRule;
+}
+
+/** What a payment earns and, when an attributed payment to an active partnership earns nothing, why. */
+export interface CommissionDecision {
+  commissions: EarnedCommission[];
+  skipped: CommissionSkipped | null;
+}
+
+/** What PreviewCommissions answers: the decision a payment recorded now would get. */
+export interface CommissionPreview extends CommissionDecision {
+  /** The partnership the payment would be credited to; null when none. */
+  partnershipId: string | null;
+  /** A live payment with the input's external_id is recorded already (recording it would replay it). */
+  alreadyRecorded: boolean;
+}
+
+/** The spec 4.9 response, for the payment's level-1 commission. */
+export interface RefundResult {
+  commissionId: string;
+  partnershipId: string;
+  paymentAmountCents: number;
+  refundAmountCents: number;
+  previousCommissionCents: number;
+  newCommissionCents: number;
+  status: CommissionStatus;
+  fullyRefunded: boolean;
+}
+
+/** How a hold ends: lifted (a dispute won), or by refunding the payment in full (a dispute lost). */
+export type HoldResolution = "lifted" | "refunded";

@@ -69,6 +69,6 @@ export async function updateCommission(
   });
 }
 
-/** A held commission (its payment disputed) is approved only once its hold is released. */
+/** A held commission (its payment disputed) is approved only once its hold is lifted. */
 const canApprove = (c: Commission) => c.status === "pending" && c.holdReason === null;
 const canReject = (c: Commission) => c.status === "pending" || (c.status === "approved" && c.payoutId === null);

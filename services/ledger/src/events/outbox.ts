@@ -1,10 +1,7 @@
-import { enqueueEvent, enqueueEvents, newId, type Queryable } from "@affiliate/platform";
+import { enqueueDomainEvent, enqueueDomainEvents, type Queryable } from "@affiliate/platform";
 import { type DomainEvent, ledgerEvents } from "@affiliate/proto/events";
-import { create } from "@bufbuild/protobuf";
-import { timestampNow } from "@bufbuild/protobuf/wkt";
 import { commissionStatusToProto, commissionToProto, refundResultToProto } from "../codec.js";
-import type { RefundResult } from "../domain/refund-payment.js";
-import type { Commission } from "../domain/types.js";
+import type { Commission, RefundResult } from "../domain/types.js";
 
 /**
  * The commission as events carry it: ids, amounts and states, without the customer's email or
@@ -30,20 +27,15 @@ type CommissionEventKind =
 const commissionDomainEvent = (kind: CommissionEventKind): DomainEvent<(typeof ledgerEvents)[typeof kind]["schema"]> =>
   ledgerEvents[kind];
 
-const commissionEvent = (kind: CommissionEventKind, commission: Commission) =>
-  create(commissionDomainEvent(kind).schema, {
-    id: newId("evt"),
-    occurredAt: timestampNow(),
-    commission: commissionWithoutPersonalData(commission),
-  });
-
 /** Writes a commission event into the outbox of the caller's transaction. */
 export function enqueueCommissionEvent(
   tx: Queryable,
   kind: CommissionEventKind,
   commission: Commission,
 ): Promise<void> {
-  return enqueueEvent(tx, commissionDomainEvent(kind), commissionEvent(kind, commission));
+  return enqueueDomainEvent(tx, commissionDomainEvent(kind), {
+    commission: commissionWithoutPersonalData(commission),
+  });
 }
 
 /**
@@ -56,10 +48,10 @@ export function enqueueCommissionEvents(
   commissions: Commission[],
   traceOf: (commission: Commission) => Record<string, string> | undefined = () => undefined,
 ): Promise<void> {
-  return enqueueEvents(
+  return enqueueDomainEvents(
     tx,
     commissionDomainEvent(kind),
-    commissions.map((commission) => commissionEvent(kind, commission)),
+    commissions.map((commission) => ({ commission: commissionWithoutPersonalData(commission) })),
     commissions.map(traceOf),
   );
 }
@@ -80,21 +72,14 @@ export function enqueueRefundEvent(
   },
 ): Promise<void> {
   const { before, after } = change;
-  const event = ledgerEvents.commissionRefunded;
-  return enqueueEvent(
-    tx,
-    event,
-    create(event.schema, {
-      id: newId("evt"),
-      occurredAt: timestampNow(),
-      commission: commissionWithoutPersonalData(after),
-      previousAmountCents: BigInt(before.amountCents),
-      newAmountCents: BigInt(after.amountCents),
-      previousStatus: commissionStatusToProto[before.status],
-      clawbackCents: BigInt(before.status === "paid" ? before.amountCents - after.amountCents : 0),
-      paymentRefundedCents: BigInt(change.paymentRefundedCents),
-      refund: refundResultToProto(change.refund),
-      refundId: change.refundId,
-    }),
-  );
+  return enqueueDomainEvent(tx, ledgerEvents.commissionRefunded, {
+    commission: commissionWithoutPersonalData(after),
+    previousAmountCents: BigInt(before.amountCents),
+    newAmountCents: BigInt(after.amountCents),
+    previousStatus: commissionStatusToProto[before.status],
+    clawbackCents: BigInt(before.status === "paid" ? before.amountCents - after.amountCents : 0),
+    paymentRefundedCents: BigInt(change.paymentRefundedCents),
+    refund: refundResultToProto(change.refund),
+    refundId: change.refundId,
+  });
 }

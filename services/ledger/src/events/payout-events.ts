@@ -11,11 +11,11 @@ import {
 import { payoutsEvents } from "@affiliate/proto/events";
 import type { Payout } from "@affiliate/proto/payouts";
 import type { JetStreamManager } from "nats";
-import { releaseCommissions, settleCommissions } from "../domain/payout-claims.js";
+import { settleCommissions, unlinkCommissionsIn } from "../domain/payout-claims.js";
 
 /**
  * The ledger follows the payouts it links commissions to (architecture: settlement):
- * payout.completed marks its commissions paid, payout.rejected releases them. Each event is
+ * payout.completed marks its commissions paid, payout.rejected unlinks them. Each event is
  * applied exactly once (the consumer records its id in the effect's transaction), so a
  * redelivery or a ledger restart mid-way converges without doing anything twice.
  */
@@ -48,7 +48,7 @@ export async function consumePayoutEvents(options: {
       subject: payoutsEvents.payoutRejected.subject,
       async handle(tx, message) {
         const payout = payoutOf(decodeEvent(payoutsEvents.payoutRejected, message.data));
-        await releaseCommissions(tx, payout.productId, [payout.id]);
+        await unlinkCommissionsIn(tx, payout.productId, [payout.id]);
       },
     }),
   ]);

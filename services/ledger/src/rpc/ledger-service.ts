@@ -23,17 +23,17 @@ import {
   trackOutcomeToProto,
   trackResultToProto,
 } from "../codec.js";
+import { closePaymentHold } from "../domain/close-payment-hold.js";
 import { holdPaymentCommissions } from "../domain/hold-payment-commissions.js";
 import { listCommissionsPage } from "../domain/list-commissions.js";
-import { claimCommissions, listPayableBalances, releaseCommissions } from "../domain/payout-claims.js";
+import { claimCommissions, listPayableBalances, unlinkCommissions } from "../domain/payout-claims.js";
 import { previewCommissions } from "../domain/preview-commissions.js";
 import { type PaymentIdentification, refundPayment } from "../domain/refund-payment.js";
-import { releasePaymentCommissions } from "../domain/release-payment-commissions.js";
 import { reviewCommission } from "../domain/review-commission.js";
 import { getStats, getTimeseries } from "../domain/stats.js";
-import { assertBatchSize, type TrackOutcome, trackBatch } from "../domain/track-batch.js";
-import { type TrackDeps, trackEvent } from "../domain/track-event.js";
-import type { TrackInput } from "../domain/types.js";
+import { assertBatchSize, type TrackDeps, trackBatch } from "../domain/track-batch.js";
+import { trackEvent } from "../domain/track-event.js";
+import type { TrackInput, TrackOutcome } from "../domain/types.js";
 import { updateCommission } from "../domain/update-commission.js";
 import { getCommissionOrThrow, getCommissions } from "../store/commissions.js";
 import { partnershipStats } from "../store/rollups.js";
@@ -239,7 +239,7 @@ export function createLedgerService(deps: LedgerServiceDeps): ServiceImpl<typeof
     async releasePaymentCommissions(req) {
       const resolution = fromProtoEnum(holdResolutionToProto, req.resolution);
       if (!resolution) throw DomainError.invalidField("resolution", "Resolution must be lifted or refunded");
-      const released = await releasePaymentCommissions(sql, {
+      const closed = await closePaymentHold(sql, {
         productId: req.productId,
         externalId: req.externalId,
         holdId: req.holdId,
@@ -248,15 +248,15 @@ export function createLedgerService(deps: LedgerServiceDeps): ServiceImpl<typeof
         refundReason: req.refundReason,
       });
       return {
-        commissions: released.commissions.map(commissionToProto),
-        replayed: released.replayed,
-        refund: released.refund ? refundResultToProto(released.refund) : undefined,
+        commissions: closed.commissions.map(commissionToProto),
+        replayed: closed.replayed,
+        refund: closed.refund ? refundResultToProto(closed.refund) : undefined,
       };
     },
 
     async releaseCommissions(req) {
-      const released = await sql.begin((tx) => releaseCommissions(tx, req.productId, req.payoutIds));
-      return { releasedCount: BigInt(released) };
+      const unlinked = await unlinkCommissions(sql, req.productId, req.payoutIds);
+      return { releasedCount: BigInt(unlinked) };
     },
   };
 }

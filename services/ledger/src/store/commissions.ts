@@ -1,10 +1,10 @@
 import { DomainError, type Queryable } from "@affiliate/platform";
-import type { FraudFlag } from "../domain/fraud/signals.js";
 import type {
   Commission,
   CommissionReview,
   CommissionRule,
   CommissionStatus,
+  FraudFlag,
   HoldReason,
   ReviewDecision,
 } from "../domain/types.js";

@@ -1,7 +1,14 @@
 import type { Queryable } from "@affiliate/platform";
-import type { HoldReason } from "../domain/types.js";
+import type { HoldReason, HoldResolution } from "../domain/types.js";
 
-export type HoldState = "held" | "released" | "refunded";
+/** Open, or closed as it was resolved. */
+export type HoldState = "held" | HoldResolution;
+
+/**
+ * The column's word for a lifted hold is 'released' (0008_commission_holds.sql, read by replicas of
+ * every version during a rollout); the code says lifted, as HoldResolution does.
+ */
+const storedState = (state: HoldState) => (state === "lifted" ? "released" : state);
 
 export interface HoldRow {
   holdId: string;
@@ -13,7 +20,8 @@ export interface HoldRow {
 /** The hold a provider named `holdId` for this product, if any was recorded. */
 export async function getHold(sql: Queryable, productId: string, holdId: string): Promise<HoldRow | undefined> {
   const [row] = await sql<HoldRow[]>`
-    select hold_id, event_id, reason, state from commission_holds
+    select hold_id, event_id, reason, case state when 'released' then 'lifted' else state end as state
+    from commission_holds
     where product_id = ${productId} and hold_id = ${holdId}`;
   return row;
 }
@@ -21,7 +29,7 @@ export async function getHold(sql: Queryable, productId: string, holdId: string)
 export async function insertHold(sql: Queryable, hold: HoldRow & { productId: string }): Promise<void> {
   await sql`
     insert into commission_holds (product_id, hold_id, event_id, reason, state, closed_at)
-    values (${hold.productId}, ${hold.holdId}, ${hold.eventId}, ${hold.reason}, ${hold.state},
+    values (${hold.productId}, ${hold.holdId}, ${hold.eventId}, ${hold.reason}, ${storedState(hold.state)},
             ${hold.state === "held" ? null : new Date()})`;
 }
 
@@ -29,10 +37,10 @@ export async function closeHold(
   sql: Queryable,
   productId: string,
   holdId: string,
-  state: Exclude<HoldState, "held">,
+  resolution: HoldResolution,
 ): Promise<void> {
   await sql`
-    update commission_holds set state = ${state}, closed_at = now()
+    update commission_holds set state = ${storedState(resolution)}, closed_at = now()
     where product_id = ${productId} and hold_id = ${holdId}`;
 }
 

@@ -1,6 +1,11 @@
 import type { Queryable } from "@affiliate/platform";
-import type { FraudFlag } from "../domain/fraud/signals.js";
-import type { AttributionMethod, CommissionSkipped, CommissionSummary, TrackingEventType } from "../domain/types.js";
+import type {
+  AttributionMethod,
+  CommissionSkipped,
+  CommissionSummary,
+  FraudFlag,
+  TrackingEventType,
+} from "../domain/types.js";
 
 /** Live events and sandbox events have the same shape and live in separate tables. */
 export const eventsTable = (testMode: boolean) => (testMode ? "sandbox_events" : "tracking_events");

@@ -11,7 +11,7 @@ import {
   markPending,
   recomputePayouts,
 } from "../store/payouts.js";
-import { addPendingReleases, pendingReleases, removePendingReleases } from "../store/releases.js";
+import { addPendingUnlinks, pendingUnlinks, removePendingUnlinks } from "../store/pending-unlinks.js";
 import type { ClaimedCommission, Ledger, Partners } from "./ports.js";
 import type { Payout } from "./types.js";
 
@@ -38,10 +38,10 @@ export const payoutBatchSize = 500;
 /** Whether a net amount makes a payout: above 0 and at least the program's minimum (contract 8). */
 export const qualifies = (netCents: bigint, minimumCents: bigint) => netCents > 0n && netCents >= minimumCents;
 
-/** What finishing a set of drafts did: payouts made pending, and drafts whose claim the ledger must release. */
+/** What finishing a set of drafts did: payouts made pending, and drafts whose claim the ledger must unlink. */
 interface Finished {
   created: Payout[];
-  toRelease: Draft[];
+  toUnlink: Draft[];
 }
 
 /**
@@ -56,7 +56,7 @@ async function completeLockedDrafts(
   claimed: ClaimedCommission[],
   minimumCents: bigint,
 ): Promise<Finished> {
-  if (drafts.length === 0) return { created: [], toRelease: [] };
+  if (drafts.length === 0) return { created: [], toUnlink: [] };
   const ids = new Set(drafts.map((draft) => draft.id));
   const links = claimed.filter((commission) => ids.has(commission.payoutId));
   await insertLinks(tx, links);
@@ -68,24 +68,24 @@ async function completeLockedDrafts(
   await dropDrafts(tx, dropped);
   const created = await markPending(tx, [...qualifying]);
   await enqueuePayoutEvents(tx, "payoutCreated", created);
-  return { created, toRelease: dropped };
+  return { created, toUnlink: dropped };
 }
 
 /**
  * Drafts that will not become payouts: their adjustments are free again, the rows go, and a
- * pending release records, in the same transaction, that the ledger must unlink their claims.
+ * pending unlink records, in the same transaction, that the ledger must unlink their claims.
  */
 async function dropDrafts(tx: Queryable, drafts: Draft[]): Promise<void> {
   const ids = drafts.map((draft) => draft.id);
   await unapplyAdjustments(tx, ids);
   await deletePayouts(tx, ids);
-  await addPendingReleases(tx, drafts);
+  await addPendingUnlinks(tx, drafts);
 }
 
 /**
  * Finishes a generation's drafts, all of one product, whose commissions the ledger claimed. A
  * draft that is no longer one was finished by a recovery, or abandoned by one, possibly before
- * this claim linked its commissions again: those are released once more (idempotent), so
+ * this claim linked its commissions again: those are unlinked once more (idempotent), so
  * nothing stays linked to a payout that does not exist. Returns the payouts created.
  */
 export async function finishClaimedDrafts(
@@ -99,10 +99,10 @@ export async function finishClaimedDrafts(
     const locked = await lockDrafts(tx, ids);
     const outcome = await completeLockedDrafts(tx, locked, claimed, minimumCents);
     const abandoned = await abandonedDrafts(tx, drafts, locked);
-    await addPendingReleases(tx, abandoned);
-    return { created: outcome.created, toRelease: [...outcome.toRelease, ...abandoned] };
+    await addPendingUnlinks(tx, abandoned);
+    return { created: outcome.created, toUnlink: [...outcome.toUnlink, ...abandoned] };
   });
-  await releaseNow(deps, finished.toRelease);
+  await unlinkNow(deps, finished.toUnlink);
   return finished.created;
 }
 
@@ -116,25 +116,24 @@ async function abandonedDrafts(tx: Queryable, drafts: Draft[], locked: Draft[]):
 }
 
 /** Payout ids per ReleaseCommissions call: the ledger's maximum. */
-export const maxReleasesPerCall = 1000;
+export const maxUnlinksPerCall = 1000;
 
 /**
- * Asks the ledger to release payout ids' commissions: one call per product and 1000 ids (two
+ * Asks the ledger to unlink payout ids' commissions: one call per product and 1000 ids (two
  * generations racing over a large program can drop thousands of drafts at once), then forgets
- * those pending releases. On a failure their rows stay for the next sweep.
+ * those pending unlinks. On a failure their rows stay for the next sweep.
  */
-async function releaseNow(deps: PayoutDeps, releases: { id: string; productId: string }[]): Promise<void> {
+async function unlinkNow(deps: PayoutDeps, payouts: { id: string; productId: string }[]): Promise<void> {
   const byProduct = new Map<string, { id: string }[]>();
-  for (const release of releases)
-    byProduct.set(release.productId, [...(byProduct.get(release.productId) ?? []), release]);
+  for (const payout of payouts) byProduct.set(payout.productId, [...(byProduct.get(payout.productId) ?? []), payout]);
   for (const [productId, ofProduct] of byProduct) {
-    for (let start = 0; start < ofProduct.length; start += maxReleasesPerCall) {
-      const payoutIds = ofProduct.slice(start, start + maxReleasesPerCall).map((release) => release.id);
+    for (let start = 0; start < ofProduct.length; start += maxUnlinksPerCall) {
+      const payoutIds = ofProduct.slice(start, start + maxUnlinksPerCall).map((payout) => payout.id);
       try {
-        await deps.ledger.releaseCommissions(productId, payoutIds);
-        await removePendingReleases(deps.sql, payoutIds);
+        await deps.ledger.unlinkCommissions(productId, payoutIds);
+        await removePendingUnlinks(deps.sql, payoutIds);
       } catch (error) {
-        deps.logger.warn({ err: error, payoutIds }, "ledger release failed; will retry");
+        deps.logger.warn({ err: error, payoutIds }, "ledger unlink failed; will retry");
       }
     }
   }
@@ -144,7 +143,7 @@ async function releaseNow(deps: PayoutDeps, releases: { id: string; productId: s
  * Recovers generations that stopped between reserving drafts (step A) and finishing them
  * (step B): takes batches of drafts older than draftRecoveryAgeMs that no one holds (SKIP
  * LOCKED), each of one product, claims again (idempotent per payout id) and completes step B
- * while holding the drafts' locks. Then retries the ledger releases still owed. A batch that
+ * while holding the drafts' locks. Then retries the ledger unlinks still owed. A batch that
  * fails is left for the next run and does not block the others. Returns how many drafts it
  * finished or abandoned.
  */
@@ -162,9 +161,9 @@ export async function recoverStaleDrafts(deps: PayoutDeps): Promise<number> {
       });
       if (!outcome) break;
       finished += attempt.drafts.length;
-      await releaseNow(deps, outcome.toRelease);
+      await unlinkNow(deps, outcome.toUnlink);
       deps.logger.info(
-        { created: outcome.created.map((payout) => payout.id), dropped: outcome.toRelease.length },
+        { created: outcome.created.map((payout) => payout.id), dropped: outcome.toUnlink.length },
         "recovered payout drafts",
       );
     } catch (error) {
@@ -176,7 +175,7 @@ export async function recoverStaleDrafts(deps: PayoutDeps): Promise<number> {
       failed.push(...attempt.drafts.map((draft) => draft.id));
     }
   }
-  await releaseNow(deps, await pendingReleases(deps.sql, maxReleasesPerCall));
+  await unlinkNow(deps, await pendingUnlinks(deps.sql, maxUnlinksPerCall));
   return finished;
 }
 

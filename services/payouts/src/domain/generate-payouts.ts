@@ -20,7 +20,7 @@ import type { Payout } from "./types.js";
  * call to the ledger. Safe to run concurrently and on several replicas: the ledger links a
  * commission to one payout id atomically, adjustments are taken by a conditional update, and a
  * payout that ends up below the minimum (another run took its commissions) is dropped and its
- * claim released.
+ * claim unlinked.
  */
 export async function generatePayouts(deps: PayoutDeps, productId: string): Promise<Payout[]> {
   try {

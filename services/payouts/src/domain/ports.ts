@@ -37,7 +37,7 @@ export interface Ledger {
    */
   claimCommissions(productId: string, claims: PayoutClaim[]): Promise<ClaimedCommission[]>;
   /** Unlinks the payouts' unpaid commissions (at most 1000 ids). Idempotent. */
-  releaseCommissions(productId: string, payoutIds: string[]): Promise<void>;
+  unlinkCommissions(productId: string, payoutIds: string[]): Promise<void>;
 }
 
 /** Partners owns programs and partnerships. */

@@ -19,7 +19,7 @@ export const maxReferenceLength = 500;
  * lock, with its event in the same transaction:
  * - approve: pending or failed -> approved (payout.approved);
  * - reject: pending -> deleted, its adjustments unapplied again (payout.rejected, carrying the
- *   payout as it was; the ledger releases the commissions when it consumes it);
+ *   payout as it was; the ledger unlinks the commissions when it consumes it);
  * - mark_paid: approved -> completed with paid_at and the transfer reference (payout.completed;
  *   the ledger marks the commissions paid);
  * - mark_failed: approved -> failed with the reference as the reason.

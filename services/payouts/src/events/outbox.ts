@@ -1,7 +1,5 @@
-import { enqueueEvents, newId, type Queryable } from "@affiliate/platform";
+import { enqueueDomainEvents, type Queryable } from "@affiliate/platform";
 import { type DomainEvent, payoutsEvents } from "@affiliate/proto/events";
-import { create } from "@bufbuild/protobuf";
-import { timestampNow } from "@bufbuild/protobuf/wkt";
 import { payoutToProto } from "../codec.js";
 import type { Payout } from "../domain/types.js";
 
@@ -16,10 +14,9 @@ export function enqueuePayoutEvent(tx: Queryable, kind: PayoutEventKind, payout:
 export function enqueuePayoutEvents(tx: Queryable, kind: PayoutEventKind, payouts: Payout[]): Promise<void> {
   // One type for the four events: they share their fields.
   const event: DomainEvent<(typeof payoutsEvents)[PayoutEventKind]["schema"]> = payoutsEvents[kind];
-  const occurredAt = timestampNow();
-  return enqueueEvents(
+  return enqueueDomainEvents(
     tx,
     event,
-    payouts.map((payout) => create(event.schema, { id: newId("evt"), occurredAt, payout: payoutToProto(payout) })),
+    payouts.map((payout) => ({ payout: payoutToProto(payout) })),
   );
 }

@@ -11,7 +11,7 @@ import type { Client } from "@connectrpc/connect";
 import type { Ledger, Partners } from "../domain/ports.js";
 
 /**
- * The ledger's payout RPCs in the domain's words. Claim and release are idempotent per payout
+ * The ledger's payout RPCs in the domain's words. Claim and unlink are idempotent per payout
  * id, but an unknown outcome of one is still reported as such: the caller decides.
  */
 export function ledgerOver(client: Client<typeof LedgerService>): Ledger {
@@ -32,7 +32,7 @@ export function ledgerOver(client: Client<typeof LedgerService>): Ledger {
         amountCents: Number(c.amountCents),
       }));
     },
-    async releaseCommissions(productId, payoutIds) {
+    async unlinkCommissions(productId, payoutIds) {
       await client.releaseCommissions({ productId, payoutIds });
     },
   };

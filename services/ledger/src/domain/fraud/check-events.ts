@@ -7,16 +7,8 @@ import {
 } from "@affiliate/platform";
 import { countedClicksNear, refundHistories } from "../../store/fraud.js";
 import type { EventRow } from "../../store/tracking-events.js";
-import type { Attribution } from "../types.js";
-import {
-  bot,
-  duplicateClick,
-  duplicateClickWindowMs,
-  type EarlierClick,
-  type FraudFlag,
-  refundRate,
-  selfReferral,
-} from "./signals.js";
+import type { Attribution, FraudFlag } from "../types.js";
+import { bot, duplicateClick, duplicateClickWindowMs, type EarlierClick, refundRate, selfReferral } from "./signals.js";
 
 /** A live event about to be recorded, with the partnership it is credited to. */
 export interface Checked {

@@ -9,12 +9,8 @@
  * emails; a bot names the user-agent token, not the user agent. The merchant reads it beside the
  * commission; the affiliate never does (it would teach evasion).
  */
-import { type FraudSignal, refundRateWindowDays } from "@affiliate/platform";
-
-export interface FraudFlag {
-  signal: FraudSignal;
-  evidence: Record<string, string | number>;
-}
+import { refundRateWindowDays } from "@affiliate/platform";
+import type { FraudFlag } from "../types.js";
 
 /**
  * Domains anyone can get an address at, so sharing one says nothing about who someone is: the

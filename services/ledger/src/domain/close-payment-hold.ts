@@ -7,18 +7,16 @@ import {
   type HoldTarget,
   lockPaymentAndHold,
 } from "./hold-payment-commissions.js";
-import { applyRefund, type RefundResult } from "./refund-payment.js";
+import { applyRefund } from "./refund-payment.js";
+import type { HoldResolution, RefundResult } from "./types.js";
 
-/** How a hold ends: lifted (a dispute won), or by refunding the payment in full (a dispute lost). */
-export type HoldResolution = "lifted" | "refunded";
-
-export interface ReleaseInput extends HoldTarget {
+export interface CloseHoldInput extends HoldTarget {
   resolution: HoldResolution;
   /** The refund's reason when `resolution` is refunded; at most 500 characters. */
   refundReason?: string | undefined;
 }
 
-export interface ReleaseOutcome extends HoldOutcome {
+export interface CloseHoldOutcome extends HoldOutcome {
   /** The refund this call applied; null when it applied none (lifted, a repeat, nothing left). */
   refund: RefundResult | null;
 }
@@ -35,7 +33,7 @@ export interface ReleaseOutcome extends HoldOutcome {
  * Idempotent by the hold id: once the hold is closed, a repeat changes nothing. A closing that
  * arrives before its opening records the hold closed, so the opening holds nothing.
  */
-export async function releasePaymentCommissions(sql: Sql, input: ReleaseInput): Promise<ReleaseOutcome> {
+export async function closePaymentHold(sql: Sql, input: CloseHoldInput): Promise<CloseHoldOutcome> {
   assertValidHoldTarget(input);
   if (input.refundReason !== undefined && characterCount(input.refundReason) > 500) {
     throw DomainError.invalidField("refund_reason", "At most 500 characters");
@@ -45,9 +43,8 @@ export async function releasePaymentCommissions(sql: Sql, input: ReleaseInput): 
     if (hold && hold.state !== "held") {
       return { commissions: await getCommissionsOfEvents(tx, [payment.id]), replayed: true, refund: null };
     }
-    const state = input.resolution === "refunded" ? "refunded" : "released";
-    if (hold) await closeHold(tx, input.productId, input.holdId, state);
-    else await insertHold(tx, { ...input, eventId: payment.id, state });
+    if (hold) await closeHold(tx, input.productId, input.holdId, input.resolution);
+    else await insertHold(tx, { ...input, eventId: payment.id, state: input.resolution });
 
     const commissions = await lockCommissionsOfEvent(tx, payment.id);
     if (!(await openHoldReasonOf(tx, payment.id))) {
