@@ -10,6 +10,7 @@ import {
 } from "nats";
 import { Counter, Gauge } from "prom-client";
 import type { Sql, TransactionSql } from "./db.js";
+import { Deadline, withDeadline } from "./deadline.js";
 import { domainSubject, streamRetentionMs, wireSubject } from "./events.js";
 import type { Logger } from "./logger.js";
 import { metricsRegistry, sampleOnScrape } from "./metrics.js";
@@ -76,6 +77,21 @@ export interface DurableConsumer {
 }
 
 const retryDelaysMs = [1000, 5000, 15_000, 60_000];
+
+/**
+ * How long a delivery's decision, and then its transaction, may take (the calls it makes to other
+ * services included, which inherit the deadline): far less than the consumer's 30 s ack wait, so
+ * an attempt stuck on a database that stopped answering is given up and the event nak'ed, rather
+ * than left until JetStream hands it out again.
+ */
+const applyWithinMs = 10_000;
+
+/**
+ * Runs a step of a delivery (its decision, then its transaction once it has its turn) under a
+ * deadline, like an RPC: a statement that a frozen database never answers gives its connection
+ * up (db.ts), and the event is nak'ed and tried again.
+ */
+const withinApplyDeadline = <T>(step: () => T): T => withDeadline(Deadline.in(applyWithinMs), step);
 
 /** Messages pulled at once; with `concurrency` > 1, also how many may be held deciding or applying. */
 const decidingAtOnce = 64;
@@ -184,17 +200,19 @@ export async function startDurableConsumer(options: DurableConsumerOptions): Pro
         `process ${options.subject}`,
         contextFromNatsHeaders(msg.headers),
         async () => {
-          if (await options.changesNothing?.(event)) return "skipped";
+          if (await withinApplyDeadline(() => options.changesNothing?.(event))) return "skipped";
           await transactions.take();
           try {
-            return await sql.begin(async (tx) => {
-              const [fresh] = await tx`
-                insert into applied_events (consumer, event_id) values (${durable}, ${id})
-                on conflict do nothing returning event_id`;
-              if (!fresh) return "duplicate";
-              await options.handle(tx, event);
-              return "applied";
-            });
+            return await withinApplyDeadline(() =>
+              sql.begin(async (tx) => {
+                const [fresh] = await tx`
+                  insert into applied_events (consumer, event_id) values (${durable}, ${id})
+                  on conflict do nothing returning event_id`;
+                if (!fresh) return "duplicate";
+                await options.handle(tx, event);
+                return "applied";
+              }),
+            );
           } finally {
             transactions.give();
           }

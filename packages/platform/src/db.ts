@@ -2,7 +2,7 @@ import { hostname } from "node:os";
 import { setTimeout as sleep } from "node:timers/promises";
 import postgres from "postgres";
 import { Counter } from "prom-client";
-import { commitReserveMs, currentDeadline, Deadline } from "./deadline.js";
+import { commitReserveMs, currentDeadline, Deadline, withDeadline, withoutDeadline } from "./deadline.js";
 import { DomainError } from "./errors.js";
 import { stringifyExact } from "./exact-json.js";
 import { metricsRegistry } from "./metrics.js";
@@ -88,7 +88,10 @@ const processApplicationName = (service: string) => `${service} ${hostname()}:${
  * rolls back instead of committing when the work ends too close to it. So a caller told
  * DEADLINE_EXCEEDED (or UNAVAILABLE) knows nothing was applied; only a connection lost while the
  * COMMIT was on its way leaves the outcome unknown, and says so (DomainError "outcome_unknown").
- * Outside an RPC (consumers, periodic jobs) transactions are unbounded, as before.
+ * The client enforces the deadline too, for a server that stopped answering: a statement still
+ * unanswered at its deadline has its connection destroyed (answeredByDeadlines). Consumers, the
+ * outbox relay and job workers set deadlines of their own; other work outside an RPC (periodic
+ * jobs, migrations) is unbounded.
  *
  * A transaction that meets a conflict Postgres resolves by aborting one side (a deadlock, a
  * serialization failure) or a server that turned read-only under it (a failover) is run again
@@ -112,9 +115,32 @@ export function createSql(url: string, options: SqlOptions): Sql {
     ...(options.onStatement && {
       debug: (_connection: number, text: string, parameters: unknown[]) => options.onStatement?.(text, parameters),
     }),
+    ...answeredByDeadlines,
   }) as unknown as Sql;
   return instrumentSql(resendingRefusedStatements(boundByDeadlines(sql, options.schema)));
 }
+
+/**
+ * Connections to a server that stops answering are given up on by the client, since nothing
+ * else would end them. A frozen server (SIGSTOP, a paused VM) keeps its sockets open and its
+ * kernel acknowledges TCP, keepalive probes included, and its statement_timeout never fires:
+ * a statement sent to it waits forever, and so does its pooled connection. So every statement
+ * made under a deadline (an RPC's, or the one a consumer, the relay or a job sets) must be
+ * answered by it, or its connection is destroyed (postgres.js option `deadline`, added by
+ * patches/postgres+3.4.9.patch): what is in flight on it fails as a lost connection (the caller
+ * has had its answer from the deadline already) and the connection goes back to the pool
+ * closed, so the next statement connects afresh and `target_session_attrs` finds the promoted
+ * standby. A statement made after its deadline (a cleanup, such as releasing an idempotency key)
+ * is given a second from when it is sent.
+ *
+ * TCP keepalive after 10 s idle covers the other half-open case, a server whose machine died or
+ * whose network was cut (nothing acknowledges the probes): an idle pooled connection or the
+ * LISTEN connection is found dead in about 20 s, not after the kernel's two hours.
+ */
+const answeredByDeadlines: { deadline: () => number | undefined; keep_alive: number } = {
+  deadline: () => currentDeadline()?.at,
+  keep_alive: 10,
+};
 
 /**
  * How long a connection that closed on an error waits before it connects again: 0.1 to 0.5 s,
@@ -255,7 +281,9 @@ function resendOnConflict(first: PendingQuery, send: () => PendingQuery): void {
         return reject(answer);
       }
       setTimeout(() => {
-        const again = send();
+        // Made under the first one's deadline: a rejection arrives from the connection's socket,
+        // whose callbacks run in the context of whatever made that socket.
+        const again = deadline ? withDeadline(deadline, send) : withoutDeadline(send);
         Object.assign(again.options, first.options);
         again.isRaw = first.isRaw;
         again.onlyDescribe = first.onlyDescribe;
@@ -319,8 +347,14 @@ async function beginWithin(
  * replica takes no traffic until its pool has found the new primary after a failover.
  */
 export async function reachesWritablePrimary(sql: Sql, withinMs = 2000): Promise<boolean> {
-  const query = sql<{ writable: boolean }[]>`
-    select not pg_catalog.pg_is_in_recovery() and current_setting('transaction_read_only') = 'off' as writable`;
+  // Under a deadline of its own: a probe sent on a connection to a frozen server gives that
+  // connection up when it goes unanswered (see answeredByDeadlines), so readiness comes back
+  // once the pool has found the primary again.
+  const query = withDeadline(
+    Deadline.in(withinMs),
+    () => sql<{ writable: boolean }[]>`
+      select not pg_catalog.pg_is_in_recovery() and current_setting('transaction_read_only') = 'off' as writable`,
+  );
   let timer: NodeJS.Timeout | undefined;
   const late = new Promise<undefined>((resolve) => {
     timer = setTimeout(() => resolve(undefined), withinMs);
@@ -328,8 +362,11 @@ export async function reachesWritablePrimary(sql: Sql, withinMs = 2000): Promise
   try {
     const rows = await Promise.race([query, late]);
     if (rows === undefined) {
-      // Still waiting for a connection: take it out of the queue rather than let it wait on.
-      query.cancel();
+      // Still waiting for a connection: take it out of the queue rather than let it wait on. One
+      // already sent is left to its deadline, which gives its connection up: a cancel request
+      // would open a connection to the same unanswering server, and postgres.js leaves that
+      // request's failure unhandled (an unhandled rejection ends a service).
+      if (!(query as unknown as { state: unknown }).state) query.cancel();
       return false;
     }
     return rows[0]?.writable === true;

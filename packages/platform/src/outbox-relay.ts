@@ -1,6 +1,7 @@
 import { createInbox, type Msg, type MsgHdrs, type NatsConnection, type Subscription } from "nats";
 import { Counter, Gauge } from "prom-client";
 import type { Sql } from "./db.js";
+import { Deadline, withDeadline } from "./deadline.js";
 import { wireSubject } from "./events.js";
 import type { Logger } from "./logger.js";
 import { metricsRegistry, sampleOnScrape } from "./metrics.js";
@@ -31,6 +32,9 @@ export interface OutboxRelay {
   /** Stops after the batch in flight, publishing what is already due first. */
   stop(): Promise<void>;
 }
+
+/** A batch's time for its database statements, besides the wait for the stream's acknowledgements. */
+const databaseMarginMs = 5000;
 
 const registers = [metricsRegistry];
 const backlog = new Gauge({
@@ -161,7 +165,7 @@ export function startOutboxRelay(options: OutboxRelayOptions): OutboxRelay {
   // Taken by one DELETE … RETURNING in the transaction that publishes: if a publish fails, the
   // transaction rolls back and the rows are there again. RETURNING keeps no order, so the rows
   // are sorted by seq before publishing.
-  const publishBatch = () =>
+  const publishBatchNow = () =>
     sql.begin(async (tx) => {
       const rows = await tx<
         { id: string; seq: number; subject: string; payload: Buffer; headers: Record<string, string> }[]
@@ -196,6 +200,10 @@ export function startOutboxRelay(options: OutboxRelayOptions): OutboxRelay {
       }
       return rows.length;
     });
+  // Under a deadline (the stream's acknowledgements and a margin for the database), so that a
+  // batch stuck on a database that stopped answering gives its connection up (db.ts) and the
+  // relay tries again, on a connection to the primary of the moment.
+  const publishBatch = () => withDeadline(Deadline.in(ackTimeoutMs + databaseMarginMs), publishBatchNow);
 
   const flush = async () => {
     let total = 0;
