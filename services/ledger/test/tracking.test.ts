@@ -122,6 +122,34 @@ describe("attribution", () => {
     expect(row?.customerEmail).toBe(email);
   });
 
+  it("credits a signup dated in a whole second to the visitor's click stamped later in that second, not one 1.5 s after", async () => {
+    // A provider's time is a whole second rounded down (Stripe's `created`); our click is stamped to the millisecond.
+    const productId = await newProduct(h);
+    const aff = await newAffiliate(h, productId);
+    const second = new Date(Math.floor(ago(day).getTime() / 1000) * 1000);
+    const visitorId = unique("vis");
+    await track(h, {
+      productId,
+      type: EventType.CLICK,
+      referralCode: aff.code,
+      visitorId,
+      occurredAt: new Date(second.getTime() + 400),
+    });
+    const signup = await track(h, { productId, type: EventType.SIGNUP, visitorId, occurredAt: second });
+    expect(signup.event?.partnershipId).toBe(aff.id);
+
+    const tooLate = unique("vis");
+    await track(h, {
+      productId,
+      type: EventType.CLICK,
+      referralCode: aff.code,
+      visitorId: tooLate,
+      occurredAt: new Date(second.getTime() + 1500),
+    });
+    const early = await track(h, { productId, type: EventType.SIGNUP, visitorId: tooLate, occurredAt: second });
+    expect(early.event?.partnershipId ?? "").toBe("");
+  });
+
   it("credits a payment to the signup with the same provider_customer_id", async () => {
     const productId = await newProduct(h);
     const aff = await newAffiliate(h, productId);

@@ -5,6 +5,17 @@ import type { Attribution, AttributionMethod, ReferralSource, TrackingEventType 
 
 const dayMs = 24 * 3600 * 1000;
 
+/**
+ * How far after an event a visitor's click may be stamped and still precede it. A click is stamped
+ * by our gateway to the millisecond, while the event's time may come from another clock, and a
+ * provider's time is a whole second rounded down: Stripe's checkout session `created` at 12:00:04
+ * may follow a click stamped 12:00:04.300. Within this margin the click counts as before it.
+ */
+export const clickClockToleranceMs = 1000;
+
+/** The latest moment a click may be stamped and still count as before an event at `occurredAt`. */
+const clicksUntil = (occurredAt: Date) => new Date(occurredAt.getTime() + clickClockToleranceMs);
+
 /** What attribution reads of an event: its customer fields already normalised. */
 export interface AttributionQuery {
   productId: string;
@@ -66,7 +77,8 @@ const later = (a: Referral | undefined, b: Referral | undefined) =>
  * 1. the referral code it carries (a code no partnership has is no match: the event is still
  *    recorded and the next rules apply);
  * 2. the customer's latest attributed signup, by provider_customer_id or email, not after it;
- * 3. the visitor's latest click, if inside the program's attribution window.
+ * 3. the visitor's latest click (stamped at most `clickClockToleranceMs` after it), if inside the
+ *    program's attribution window.
  * Clicks use only the first rule.
  *
  * The events are attributed in order, each as if the ones before it had been recorded already: a
@@ -106,7 +118,7 @@ export async function creditInOrder(
   );
   const clickQueries = events.flatMap((e, position) =>
     e.type !== "click" && e.visitorId !== undefined
-      ? [{ position, productId: e.productId, visitorId: e.visitorId, before: e.occurredAt }]
+      ? [{ position, productId: e.productId, visitorId: e.visitorId, before: clicksUntil(e.occurredAt) }]
       : [],
   );
   const [signups, clicks] = await Promise.all([
@@ -196,7 +208,7 @@ function latestEarlierClick(earlier: EarlierEvent[], event: AttributionQuery): R
         e.type === "click" &&
         e.productId === event.productId &&
         e.visitorId === event.visitorId &&
-        e.occurredAt <= event.occurredAt,
+        e.occurredAt <= clicksUntil(event.occurredAt),
     ),
   );
 }
