@@ -304,13 +304,17 @@ async function beginWithin(
 ): Promise<unknown> {
   const budgetMs = Math.floor(deadline.remainingMs() - commitReserveMs);
   if (budgetMs <= 0) throw DomainError.deadlineExceeded();
+  // Exactly one of the two happens, in whichever order the event loop runs them: the work
+  // reaches its commit point (committing), or the caller is answered "deadline exceeded"
+  // (answered), after which the transaction may only roll back, however little time it lost.
   let committing = false;
+  let answered = false;
   const transaction = begin(mode, async (tx) => {
     // Sent ahead of the work's first statement on the same connection (pipelined, no round trip).
     tx`select set_config('statement_timeout', ${String(budgetMs)}, true),
               set_config('lock_timeout', ${String(budgetMs)}, true)`.execute();
     const result = await work(tx);
-    if (deadline.remainingMs() < commitReserveMs) throw DomainError.deadlineExceeded();
+    if (answered || deadline.remainingMs() < commitReserveMs) throw DomainError.deadlineExceeded();
     committing = true;
     return result;
   });
@@ -320,7 +324,9 @@ async function beginWithin(
   let timer: NodeJS.Timeout | undefined;
   const lateness = new Promise<never>((_resolve, reject) => {
     timer = setTimeout(() => {
-      if (!committing) reject(DomainError.deadlineExceeded());
+      if (committing) return;
+      answered = true;
+      reject(DomainError.deadlineExceeded());
     }, budgetMs);
   });
   try {

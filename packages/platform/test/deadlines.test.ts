@@ -120,6 +120,39 @@ describe("transactions under a deadline (createSql)", () => {
     }
   });
 
+  it("never commit once deadline_exceeded was answered, even when the clock then says time is left", async () => {
+    // The answer and the commit check race in one event loop; a check that ran a millisecond
+    // after the answer, or after the wall clock stepped back, used to find time left and commit.
+    let openGate: () => void = () => {};
+    const gate = new Promise<void>((resolve) => {
+      openGate = resolve;
+    });
+    let workDone: () => void = () => {};
+    const done = new Promise<void>((resolve) => {
+      workDone = resolve;
+    });
+    const error = await failureOf(
+      withDeadline(Deadline.in(commitReserveMs + 200), () =>
+        sql.begin(async (tx) => {
+          await deduct(100)(tx);
+          await gate;
+          workDone();
+        }),
+      ),
+    );
+    expect((error as DomainError).kind).toBe("deadline_exceeded");
+    const now = Date.now;
+    try {
+      Date.now = () => now() - 60_000;
+      openGate();
+      await done;
+      await sleep(100);
+    } finally {
+      Date.now = now;
+    }
+    expect(await balance()).toBe(1000);
+  });
+
   it("refuse to begin when less than the commit reserve is left", async () => {
     const error = await failureOf(withDeadline(Deadline.in(commitReserveMs - 50), () => sql.begin(deduct(100))));
     expect((error as DomainError).kind).toBe("deadline_exceeded");
@@ -235,7 +268,8 @@ describe("RPC deadlines and transport failures", () => {
     );
     await client.getProgram({ productId: "prd_1" });
     expect(seenByInner).toBeGreaterThan(0);
-    expect(seenByInner).toBeLessThanOrEqual(2000 - 300 - commitReserveMs);
+    // A timer may fire up to a millisecond before Date.now() has moved its full delay on.
+    expect(seenByInner).toBeLessThanOrEqual(2000 - 300 - commitReserveMs + 1);
   });
 
   it("answers a connection reset after the request left as an unknown outcome, never ABORTED", async () => {

@@ -1,6 +1,7 @@
 import {
+  createSql,
   Deadline,
-  type DomainError,
+  DomainError,
   errorInfoOf,
   fieldErrorsOf,
   newId,
@@ -9,12 +10,14 @@ import {
 } from "@affiliate/platform";
 import type { RefundRequestSchema } from "@affiliate/proto/ledger";
 import { CommissionAction, CommissionRefundedSchema, CommissionStatus } from "@affiliate/proto/ledger";
+import { createFaultProxy } from "@affiliate/testing";
 import type { MessageInitShape } from "@bufbuild/protobuf";
 import { fromBinary } from "@bufbuild/protobuf";
 import { Code, ConnectError } from "@connectrpc/connect";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { maxLeaseMs, onceForKey } from "../src/domain/idempotency.js";
 import { settleCommissions } from "../src/domain/payout-claims.js";
+import { schema } from "../src/server.js";
 import {
   EventType,
   failure,
@@ -452,6 +455,40 @@ describe("idempotency (spec 4.9 rules, contract 7)", () => {
     expect((firstOutcome as ConnectError).code).toBe(Code.Aborted);
     expect(await h.sql`select key from test_effects`).toEqual([{ key: "second" }]);
     expect((await onceForKey(h.sql, scope, async () => ({ run: "third" }))).value).toEqual({ run: "second" });
+  });
+
+  it("a commit lost with the database: the caller hears the outcome is unknown, never 'not applied', and the key stays held", async () => {
+    // Issue 34: the primary died while a keyed refund committed; releasing the key then failed
+    // too, and that failure (a lost connection, answered 503 "not applied") replaced the answer.
+    const p = await payment();
+    const proxy = await createFaultProxy(h.databaseUrl);
+    const pool = createSql(proxy.url(h.databaseUrl), {
+      schema,
+      applicationName: "ledger-test",
+      // The COMMIT never reaches the server: the connection is gone the moment it is sent.
+      onStatement: (text) => {
+        if (text.trim().toLowerCase() === "commit") void proxy.cut();
+      },
+    });
+    try {
+      const scope = { productId: p.productId, key: "lost-commit-key", fingerprint: "fp" };
+      const outcome = await withDeadline(Deadline.in(3000), () =>
+        onceForKey(pool, scope, async (tx) => {
+          await tx`select 1`;
+          return { run: "first" };
+        }),
+      ).catch((error: unknown) => error);
+      expect(outcome).toBeInstanceOf(DomainError);
+      expect((outcome as DomainError).kind).toBe("outcome_unknown");
+      await proxy.restore();
+      // Not released: a repeat within the lease is told to retry later, not run alongside.
+      const [held] = await h.sql<{ state: string }[]>`
+        select state from idempotency_keys where product_id = ${p.productId} and key = ${scope.key}`;
+      expect(held?.state).toBe("in_progress");
+    } finally {
+      await pool.end({ timeout: 1 });
+      await proxy.close();
+    }
   });
 
   it("after 30 days a key can be used for a new refund, and expired keys are purged", async () => {

@@ -85,11 +85,24 @@ export async function onceForKey<T extends object>(
     })) as T;
     return { value, replayed: false };
   } catch (error) {
-    await sql`
-      delete from idempotency_keys
-      where product_id = ${productId} and key = ${key} and state = 'in_progress' and lease_token = ${leaseToken}`;
+    // A commit whose outcome is unknown may have stored the outcome: the key stays reserved
+    // until its lease ends, and a repeat then finds the outcome or takes the key over.
+    if (!(error instanceof DomainError && error.kind === "outcome_unknown")) await releaseKey(sql, scope, leaseToken);
     throw error;
   }
+}
+
+/**
+ * Frees the key a failed attempt reserved, so a corrected retry may use it at once. When the
+ * database cannot be reached for it, the lease frees the key instead: the release's own failure
+ * must not replace the attempt's error in the answer.
+ */
+async function releaseKey(sql: Sql, { productId, key }: IdempotencyScope, leaseToken: string): Promise<void> {
+  await sql`
+    delete from idempotency_keys
+    where product_id = ${productId} and key = ${key} and state = 'in_progress' and lease_token = ${leaseToken}`.catch(
+    () => undefined,
+  );
 }
 
 /** The 409 of a key whose request is running (or outlived its lease and was taken over). */
