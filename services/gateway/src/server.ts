@@ -19,7 +19,7 @@ import {
   type KeyPolicy,
   type ResolveConsoleSession,
 } from "./auth/authenticate.js";
-import { consoleSessionsWith, hashKey, type KeyCache } from "./auth/key-cache.js";
+import { consoleSessionsWith, credentialFingerprint, type KeyCache } from "./auth/key-cache.js";
 import type { GatewayConfig } from "./config.js";
 import { errorHandler, HttpError, RateLimitedError } from "./errors.js";
 import { EventBudget } from "./event-budget.js";
@@ -106,9 +106,9 @@ function requestIdOf(request: IncomingMessage): string {
  */
 function rateLimitKey(request: FastifyRequest): string {
   const apiKey = request.headers["x-api-key"];
-  if (typeof apiKey === "string" && apiKey !== "") return `key:${hashKey(apiKey)}`;
+  if (typeof apiKey === "string" && apiKey !== "") return `key:${credentialFingerprint(apiKey)}`;
   const token = bearerTokenOf(request);
-  return token !== undefined ? `token:${hashKey(token)}` : clientAddressKey(request);
+  return token !== undefined ? `token:${credentialFingerprint(token)}` : clientAddressKey(request);
 }
 
 /** Per client address, whatever the request carries: for routes a credential does not guard. */

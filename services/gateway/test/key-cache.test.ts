@@ -1,6 +1,6 @@
 import { KeyMode } from "@affiliate/proto/partners";
 import { describe, expect, it } from "vitest";
-import { hashKey, KeyCache, type KeyResolution } from "../src/auth/key-cache.js";
+import { credentialFingerprint, KeyCache, type KeyResolution } from "../src/auth/key-cache.js";
 
 /** A resolver over a fixed table of keys that counts its calls and can be held open. */
 function resolver(table: Record<string, { productId: string; mode?: KeyMode }>) {
@@ -37,10 +37,10 @@ const table = {
 
 describe("KeyCache", () => {
   it("keys entries by the sha256 of the key, never the key itself", () => {
-    expect(hashKey("sk_live_a1")).toMatch(/^[A-Za-z0-9_-]{43}$/);
-    expect(hashKey("sk_live_a1")).not.toContain("sk_live");
-    expect(hashKey("sk_live_a1")).toBe(hashKey("sk_live_a1"));
-    expect(hashKey("sk_live_a1")).not.toBe(hashKey("sk_live_a2"));
+    expect(credentialFingerprint("sk_live_a1")).toMatch(/^[A-Za-z0-9_-]{43}$/);
+    expect(credentialFingerprint("sk_live_a1")).not.toContain("sk_live");
+    expect(credentialFingerprint("sk_live_a1")).toBe(credentialFingerprint("sk_live_a1"));
+    expect(credentialFingerprint("sk_live_a1")).not.toBe(credentialFingerprint("sk_live_a2"));
   });
 
   it("serves a resolved key from memory while trusted", async () => {

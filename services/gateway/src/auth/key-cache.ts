@@ -29,9 +29,12 @@ export interface KeyCacheOptions {
   max?: number;
 }
 
-/** The cache key: raw keys never sit in memory longer than the request that carried them. */
-export function hashKey(apiKey: string): string {
-  return createHash("sha256").update(apiKey).digest("base64url");
+/**
+ * What the gateway keys a credential's cache entry and rate limit by (sha256, base64url): raw
+ * credentials never sit in memory longer than the request that carried them.
+ */
+export function credentialFingerprint(credential: string): string {
+  return createHash("sha256").update(credential).digest("base64url");
 }
 
 /**
@@ -99,7 +102,7 @@ export class KeyCache {
   }
 
   async resolve(apiKey: string): Promise<KeyResolution> {
-    const hash = hashKey(apiKey);
+    const hash = credentialFingerprint(apiKey);
     const cached = this.#entries.get(hash);
     if (cached && (cached.kind === "unknown" || this.#trusted)) return cached;
 

@@ -12,7 +12,7 @@ import {
 import { getPartnershipOrThrow } from "../store/partnerships.js";
 import { getProgramOrThrow } from "../store/programs.js";
 import { type IssuedToken, issueToken } from "./affiliate-tokens.js";
-import { hashKey } from "./rules.js";
+import { storedHashOf } from "./rules.js";
 import type { Partnership } from "./types.js";
 
 /** A sign-in code works for this long after it was asked for (contract section 14). */
@@ -74,7 +74,7 @@ export async function issueAffiliateLoginCode(
   loginId: string,
 ): Promise<{ code: string; expiresAt: Date; partnership: Partnership; programName: string }> {
   const code = generateLoginCode();
-  const login = await replaceLoginCode(sql, productId, loginId, hashKey(code));
+  const login = await replaceLoginCode(sql, productId, loginId, storedHashOf(code));
   if (login === "not_found") throw new DomainError("not_found", `Login ${loginId} not found`);
   if (login === "spent") throw new DomainError("failed_precondition", `Login ${loginId} was used or has expired`);
   const [partnership, program] = await Promise.all([
@@ -87,7 +87,7 @@ export async function issueAffiliateLoginCode(
 /** Trades a live code for a token, once; UNAUTHENTICATED for a code unknown, used or expired. */
 export async function exchangeAffiliateLoginCode(sql: Sql, code: string): Promise<IssuedToken> {
   return sql.begin(async (tx) => {
-    const login = code === "" ? undefined : await useLoginCode(tx, hashKey(code));
+    const login = code === "" ? undefined : await useLoginCode(tx, storedHashOf(code));
     if (!login) throw new DomainError("unauthenticated", "Invalid, used or expired sign-in code");
     return issueToken(tx, { productId: login.productId, id: login.partnershipId }, exchangedTokenTtlSeconds);
   });

@@ -3,7 +3,7 @@ import { DomainError, type Queryable, type Sql } from "@affiliate/platform";
 import { outbox } from "../events/outbox.js";
 import { deleteTokens, findLiveToken, insertToken } from "../store/affiliate-access.js";
 import { lockPartnershipOrThrow } from "../store/partnerships.js";
-import { hashKey } from "./rules.js";
+import { storedHashOf } from "./rules.js";
 
 /** Every affiliate token starts so: the gateway tells it from an API key by it. */
 export const affiliateTokenPrefix = "apt_";
@@ -33,7 +33,7 @@ export async function issueToken(
   const [{ now } = { now: new Date() }] = await tx<{ now: Date }[]>`select now() as now`;
   const expiresAt = new Date(now.getTime() + ttlSeconds * 1000);
   await insertToken(tx, {
-    hash: hashKey(token),
+    hash: storedHashOf(token),
     productId: partnership.productId,
     partnershipId: partnership.id,
     expiresAt,
@@ -85,7 +85,7 @@ export async function authenticateAffiliateToken(
   sql: Queryable,
   token: string,
 ): Promise<{ productId: string; partnershipId: string; expiresAt: Date }> {
-  const found = token.startsWith(affiliateTokenPrefix) ? await findLiveToken(sql, hashKey(token)) : undefined;
+  const found = token.startsWith(affiliateTokenPrefix) ? await findLiveToken(sql, storedHashOf(token)) : undefined;
   if (!found) throw new DomainError("unauthenticated", "Invalid or expired affiliate token");
   return found;
 }

@@ -2,7 +2,7 @@ import { randomBytes } from "node:crypto";
 import { DomainError, type Queryable, type Sql } from "@affiliate/platform";
 import { deleteConsoleSession, findLiveConsoleSession, insertConsoleSession } from "../store/console-sessions.js";
 import { lockProductOrThrow } from "../store/products.js";
-import { hashKey } from "./rules.js";
+import { storedHashOf } from "./rules.js";
 
 /** Every console session token starts so: the gateway tells it from an affiliate token by it. */
 export const consoleSessionPrefix = "cst_";
@@ -39,7 +39,7 @@ export async function openConsoleSession(
     // The database's clock decides expiry, as for affiliate tokens.
     const [{ now } = { now: new Date() }] = await tx<{ now: Date }[]>`select now() as now`;
     const expiresAt = new Date(now.getTime() + ttl * 1000);
-    await insertConsoleSession(tx, { hash: hashKey(token), productId, expiresAt });
+    await insertConsoleSession(tx, { hash: storedHashOf(token), productId, expiresAt });
     return { token, expiresAt };
   });
 }
@@ -49,12 +49,14 @@ export async function authenticateConsoleSession(
   sql: Queryable,
   token: string,
 ): Promise<{ productId: string; expiresAt: Date }> {
-  const found = token.startsWith(consoleSessionPrefix) ? await findLiveConsoleSession(sql, hashKey(token)) : undefined;
+  const found = token.startsWith(consoleSessionPrefix)
+    ? await findLiveConsoleSession(sql, storedHashOf(token))
+    : undefined;
   if (!found) throw new DomainError("unauthenticated", "Invalid or expired console session");
   return found;
 }
 
 /** Ends the session (sign-out); closing an unknown or closed session is no error. */
 export async function closeConsoleSession(sql: Queryable, token: string): Promise<void> {
-  await deleteConsoleSession(sql, hashKey(token));
+  await deleteConsoleSession(sql, storedHashOf(token));
 }

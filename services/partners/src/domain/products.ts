@@ -3,7 +3,7 @@ import { DomainError, newId, type Sql } from "@affiliate/platform";
 import { outbox } from "../events/outbox.js";
 import { deleteProductConsoleSessions } from "../store/console-sessions.js";
 import { activePublishableKeys, insertKey, insertProduct, lockProductOrThrow, revokeKeys } from "../store/products.js";
-import { generateKey, hashKey } from "./rules.js";
+import { generateKey, storedHashOf } from "./rules.js";
 import type { IssuedKeys, Product, PublishableKeys } from "./types.js";
 
 async function issuePublishableKeys(tx: TransactionSql, productId: string, now: Date): Promise<PublishableKeys> {
@@ -13,15 +13,15 @@ async function issuePublishableKeys(tx: TransactionSql, productId: string, now: 
     ["publishable_test", keys.testPublishableKey],
   ] as const;
   for (const [mode, key] of publishable) {
-    await insertKey(tx, { productId, mode, hash: hashKey(key), publishableKey: key });
+    await insertKey(tx, { productId, mode, hash: storedHashOf(key), publishableKey: key });
   }
   return { ...keys, createdAt: now };
 }
 
 async function issueKeys(tx: TransactionSql, productId: string): Promise<IssuedKeys> {
   const secret = { secretKey: generateKey("live"), testSecretKey: generateKey("test") };
-  await insertKey(tx, { productId, mode: "live", hash: hashKey(secret.secretKey) });
-  await insertKey(tx, { productId, mode: "test", hash: hashKey(secret.testSecretKey) });
+  await insertKey(tx, { productId, mode: "live", hash: storedHashOf(secret.secretKey) });
+  await insertKey(tx, { productId, mode: "test", hash: storedHashOf(secret.testSecretKey) });
   const { publishableKey, testPublishableKey } = await issuePublishableKeys(tx, productId, new Date());
   return { ...secret, publishableKey, testPublishableKey };
 }

@@ -191,7 +191,10 @@ export function generateKey(mode: KeyMode): string {
   return keyPrefix[mode] + randomBytes(24).toString("base64url");
 }
 
-/** What is stored instead of a key. */
-export function hashKey(key: string): Buffer {
-  return createHash("sha256").update(key).digest();
+/**
+ * What is stored instead of a secret credential (an API key, an affiliate token, a console
+ * session, a login code): its sha256, so a database dump holds no usable credential.
+ */
+export function storedHashOf(secret: string): Buffer {
+  return createHash("sha256").update(secret).digest();
 }

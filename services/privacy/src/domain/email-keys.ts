@@ -8,17 +8,17 @@ import { SealingKey } from "@affiliate/platform";
  * dump without the key reveals neither; the completed erasure keeps only the hash.
  */
 export class EmailKeys {
-  readonly #hashKey: Buffer;
+  readonly #hmacKey: Buffer;
   readonly #sealKey: SealingKey;
 
   constructor(secret: string) {
-    this.#hashKey = Buffer.from(hkdfSync("sha256", secret, "affiliate-privacy", "erasure-email-hash", 32));
+    this.#hmacKey = Buffer.from(hkdfSync("sha256", secret, "affiliate-privacy", "erasure-email-hash", 32));
     this.#sealKey = new SealingKey(secret, { salt: "affiliate-privacy", info: "erasure-email-seal" });
   }
 
   /** HMAC-SHA256 of the normalised email, hex. */
   hash(email: string): string {
-    return createHmac("sha256", this.#hashKey).update(email, "utf8").digest("hex");
+    return createHmac("sha256", this.#hmacKey).update(email, "utf8").digest("hex");
   }
 
   /** AES-256-GCM: nonce, tag, ciphertext. */
