@@ -1,7 +1,7 @@
+import { isValidEmail, normalizeEmail } from "@affiliate/contract-rules";
 import type { ErasureOwnerService } from "@affiliate/proto/erasure";
 import type { ServiceImpl } from "@connectrpc/connect";
 import type { Queryable } from "./db.js";
-import { isValidEmail, normalizeEmail } from "./email.js";
 import { DomainError } from "./errors.js";
 
 /** Records per store, by the store's public name ("tracking_events"). */

@@ -1,10 +1,10 @@
+import type { FraudAction, FraudSettings } from "@affiliate/contract-rules";
 import {
   FraudAction as FraudActionProto,
   type FraudSettings as FraudSettingsProto,
   FraudSettingsSchema,
 } from "@affiliate/proto/partners";
 import { create } from "@bufbuild/protobuf";
-import type { FraudAction, FraudSettings } from "./fraud-settings.js";
 import { enumFilter } from "./proto-enum.js";
 
 /**

@@ -1,3 +1,4 @@
+import { badTextMessage, isCleanText } from "@affiliate/contract-rules";
 import { FieldViolationsSchema } from "@affiliate/proto/common";
 import { create, type DescField, type DescMessage, type Message } from "@bufbuild/protobuf";
 import {
@@ -8,7 +9,6 @@ import {
   reflect,
 } from "@bufbuild/protobuf/reflect";
 import { Code, ConnectError, type Interceptor } from "@connectrpc/connect";
-import { badTextMessage, isCleanText } from "./text.js";
 
 /** A string field of a message whose text is bad, by its path (`registrations[2].name`). */
 export interface BadTextField {

@@ -1,4 +1,5 @@
-import { connectErrorOfStatus, errorInfoOf, fieldErrorsOf, isCleanText, isOutcomeUnknown } from "@affiliate/platform";
+import { isCleanText } from "@affiliate/contract-rules";
+import { connectErrorOfStatus, errorInfoOf, fieldErrorsOf, isOutcomeUnknown } from "@affiliate/platform";
 import type { Status } from "@affiliate/proto/common";
 import type { ErrorBody, NestedErrorBody, ValidationErrorBody } from "@affiliate/rest-shapes/schemas/common";
 import { Code, ConnectError } from "@connectrpc/connect";

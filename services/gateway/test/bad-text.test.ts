@@ -3,7 +3,7 @@
  * (body field, query parameter, header) is a 400 validation envelope naming that field; in a
  * path id it is the 404 of an unknown id. Nothing reaches a service. Lengths count characters.
  */
-import { badTextMessage } from "@affiliate/platform";
+import { badTextMessage } from "@affiliate/contract-rules";
 import { bulkRegisterResponseSchema } from "@affiliate/rest-shapes/schemas/affiliates";
 import { invalidPayoutActionMessage } from "@affiliate/rest-shapes/schemas/payouts";
 import { invalidPeriodMessage } from "@affiliate/rest-shapes/schemas/stats";

@@ -1,4 +1,4 @@
-import { isValidEmail, normalizeEmail, referralCodePattern } from "@affiliate/platform";
+import { isValidEmail, normalizeEmail, referralCodePattern } from "@affiliate/contract-rules";
 import { emailSchema, referralCodeSchema } from "@affiliate/rest-shapes/schemas/common";
 import { describe, expect, it } from "vitest";
 

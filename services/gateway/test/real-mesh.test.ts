@@ -2,7 +2,9 @@
  * Contract section 11 against the real services: amounts at the limit read back exactly
  * everywhere, and a service called directly refuses bad text itself.
  */
-import { badTextMessage, fieldErrorsOf } from "@affiliate/platform";
+
+import { badTextMessage } from "@affiliate/contract-rules";
+import { fieldErrorsOf } from "@affiliate/platform";
 import { EventType } from "@affiliate/proto/ledger";
 import {
   partnershipDetailResponseSchema,

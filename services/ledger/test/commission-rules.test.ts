@@ -1,4 +1,4 @@
-import { defaultFraudSettings } from "@affiliate/platform";
+import { defaultFraudSettings } from "@affiliate/contract-rules";
 import {
   type Commission,
   CommissionSkipped,

@@ -1,4 +1,5 @@
-import { defaultFraudSettings, newId } from "@affiliate/platform";
+import { defaultFraudSettings } from "@affiliate/contract-rules";
+import { newId } from "@affiliate/platform";
 import {
   CommissionFlaggedSchema,
   CommissionReviewedSchema,

@@ -1,11 +1,5 @@
-import {
-  DomainError,
-  enumFilter,
-  fraudSettingsFromProto,
-  fraudSettingsToProto,
-  type PayoutDetails,
-  type WiseReceiverType,
-} from "@affiliate/platform";
+import type { PayoutDetails, WiseReceiverType } from "@affiliate/contract-rules";
+import { DomainError, enumFilter, fraudSettingsFromProto, fraudSettingsToProto } from "@affiliate/platform";
 import {
   type CommissionOverride as CommissionOverrideProto,
   CommissionOverrideSchema,

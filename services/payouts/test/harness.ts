@@ -1,13 +1,5 @@
-import {
-  createLogger,
-  createSql,
-  errorMapping,
-  migrate,
-  newId,
-  PageTokens,
-  type PayoutDetails,
-  type Sql,
-} from "@affiliate/platform";
+import type { PayoutDetails } from "@affiliate/contract-rules";
+import { createLogger, createSql, errorMapping, migrate, newId, PageTokens, type Sql } from "@affiliate/platform";
 import {
   type CommissionRefunded,
   CommissionRefundedSchema,

@@ -1,4 +1,4 @@
-import type { PayoutDetails } from "@affiliate/platform/payout-details";
+import type { PayoutDetails } from "@affiliate/contract-rules";
 import { type PayoutMethod, type SetPayoutMethodRequestSchema, WiseReceiverType } from "@affiliate/proto/partners";
 import type { MessageInitShape } from "@bufbuild/protobuf";
 import type { PublicPayoutMethod } from "../schemas/payout-methods.js";

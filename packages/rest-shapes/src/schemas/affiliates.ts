@@ -1,8 +1,4 @@
-import {
-  maxCommissionMonthsLimit,
-  maxCommissionPaymentsLimit,
-  maxFlatCents,
-} from "@affiliate/platform/commission-terms";
+import { maxCommissionMonthsLimit, maxCommissionPaymentsLimit, maxFlatCents } from "@affiliate/contract-rules";
 import { z } from "zod";
 import {
   centsSumSchema,

@@ -1,6 +1,10 @@
-import { isValidEmail } from "@affiliate/platform/email";
-import { referralCodePattern } from "@affiliate/platform/referral-code";
-import { badTextMessage, characterCount, isCleanText } from "@affiliate/platform/text";
+import {
+  badTextMessage,
+  characterCount,
+  isCleanText,
+  isValidEmail,
+  referralCodePattern,
+} from "@affiliate/contract-rules";
 import { z } from "zod";
 import type { ZodOpenApiResponseObject } from "zod-openapi";
 

@@ -1,10 +1,11 @@
-import { checkPayoutDetails, maxAccountHolderNameLength, type PayoutDetails } from "@affiliate/platform/payout-details";
+import { checkPayoutDetails, maxAccountHolderNameLength, type PayoutDetails } from "@affiliate/contract-rules";
 import { z } from "zod";
 import { text } from "./common.js";
 
 /**
  * An affiliate's payout method (contract section 19). The body is checked field by field with the
- * platform's payout-details rules, the ones partners applies again before sealing the details.
+ * payout-details rules of @affiliate/contract-rules, the ones partners applies again before
+ * sealing the details.
  */
 // A field of the other method (an `iban` beside type paypal) is an unknown field: the gateway's
 // strict input reads a discriminated union by its discriminator.

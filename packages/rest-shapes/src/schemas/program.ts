@@ -1,11 +1,12 @@
 import {
+  clickSignalActions,
+  fraudActions,
   maxCommissionMonthsLimit,
   maxCommissionPaymentsLimit,
   maxFlatCents,
   maxReferralUrlTemplateLength,
   referralUrlTemplateProblem,
-} from "@affiliate/platform/commission-terms";
-import { clickSignalActions, fraudActions } from "@affiliate/platform/fraud-settings";
+} from "@affiliate/contract-rules";
 import { z } from "zod";
 import { text } from "./common.js";
 

@@ -2,7 +2,7 @@ import { createHmac } from "node:crypto";
 import { statSync } from "node:fs";
 import { createRequire } from "node:module";
 import { basename, dirname, join } from "node:path";
-import { characterCount, referralCodePattern } from "@affiliate/platform";
+import { characterCount, referralCodePattern } from "@affiliate/contract-rules";
 import { EventType, type LedgerService } from "@affiliate/proto/ledger";
 import type { PartnersService } from "@affiliate/proto/partners";
 import { toPublicTrackedEvent } from "@affiliate/rest-shapes/mappers";

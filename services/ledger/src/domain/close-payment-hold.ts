@@ -1,4 +1,5 @@
-import { characterCount, DomainError, type Sql } from "@affiliate/platform";
+import { characterCount } from "@affiliate/contract-rules";
+import { DomainError, type Sql } from "@affiliate/platform";
 import { getCommissionsOfEvents, lockCommissionsOfEvent } from "../store/commissions.js";
 import { closeHold, insertHold, openHoldReasonOf, setHoldReason } from "../store/holds.js";
 import {

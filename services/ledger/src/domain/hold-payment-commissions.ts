@@ -1,4 +1,5 @@
-import { characterCount, DomainError, type Sql, type TransactionSql } from "@affiliate/platform";
+import { characterCount } from "@affiliate/contract-rules";
+import { DomainError, type Sql, type TransactionSql } from "@affiliate/platform";
 import { getCommissionsOfEvents, lockCommissionsOfEvent } from "../store/commissions.js";
 import { getHold, type HoldRow, insertHold, setHoldReason } from "../store/holds.js";
 import { lockPaymentOf, type PaymentRow } from "../store/refunds.js";

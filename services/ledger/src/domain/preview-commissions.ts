@@ -1,4 +1,5 @@
-import { DomainError, normalizeEmail } from "@affiliate/platform";
+import { normalizeEmail } from "@affiliate/contract-rules";
+import { DomainError } from "@affiliate/platform";
 import { recordedPayments } from "../store/payment-counters.js";
 import { findPaymentsByExternalIds } from "../store/tracking-events.js";
 import { attributeInOrder, BatchDirectory } from "./attribute.js";

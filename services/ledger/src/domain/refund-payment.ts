@@ -1,5 +1,6 @@
 import { createHash } from "node:crypto";
-import { characterCount, DomainError, newId, normalizeEmail, type Sql, type TransactionSql } from "@affiliate/platform";
+import { characterCount, normalizeEmail } from "@affiliate/contract-rules";
+import { DomainError, newId, type Sql, type TransactionSql } from "@affiliate/platform";
 import { enqueueRefundEvent } from "../events/outbox.js";
 import { lockCommissionsOfEvent } from "../store/commissions.js";
 import {

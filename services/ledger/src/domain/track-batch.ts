@@ -1,4 +1,5 @@
-import { DomainError, newId, normalizeEmail, type Queryable, type Sql, type TransactionSql } from "@affiliate/platform";
+import { normalizeEmail } from "@affiliate/contract-rules";
+import { DomainError, newId, type Queryable, type Sql, type TransactionSql } from "@affiliate/platform";
 import { enqueueCommissionEvents } from "../events/outbox.js";
 import { getCommissionsOfEvents, insertCommissions, type NewCommission } from "../store/commissions.js";
 import {

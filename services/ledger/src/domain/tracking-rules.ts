@@ -6,12 +6,12 @@
 import { randomBytes } from "node:crypto";
 import {
   characterCount,
-  type FieldErrors,
   isValidEmail,
   maxPaymentCents,
   normalizeEmail,
   referralCodePattern,
-} from "@affiliate/platform";
+} from "@affiliate/contract-rules";
+import type { FieldErrors } from "@affiliate/platform";
 import type { TrackInput } from "./types.js";
 
 const maxFutureSkewMs = 5 * 60 * 1000;

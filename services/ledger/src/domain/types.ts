@@ -3,7 +3,9 @@
  * to and from proto (codec.ts). It imports nothing of the ledger, so whatever reads it (codec,
  * store, events) depends on no use case.
  */
-import type { DomainError, FraudSettings, FraudSignal } from "@affiliate/platform";
+
+import type { FraudSettings, FraudSignal } from "@affiliate/contract-rules";
+import type { DomainError } from "@affiliate/platform";
 
 export type TrackingEventType = "click" | "signup" | "payment";
 export type CommissionStatus = "pending" | "approved" | "paid" | "rejected" | "refunded";

@@ -1,4 +1,5 @@
-import { characterCount, DomainError, type Sql } from "@affiliate/platform";
+import { characterCount } from "@affiliate/contract-rules";
+import { DomainError, type Sql } from "@affiliate/platform";
 import { enqueueCommissionEvent } from "../events/outbox.js";
 import { getCommissionOrThrow, lockCommissionFamily, setCommissionStatus } from "../store/commissions.js";
 import { recordCommissionChange } from "./commission-changes.js";

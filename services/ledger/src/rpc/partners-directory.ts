@@ -1,4 +1,5 @@
-import { asRead, defaultFraudSettings, fraudSettingsFromProto } from "@affiliate/platform";
+import { defaultFraudSettings } from "@affiliate/contract-rules";
+import { asRead, fraudSettingsFromProto } from "@affiliate/platform";
 import {
   type CommissionOverride,
   CommissionType,

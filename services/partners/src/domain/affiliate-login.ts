@@ -1,6 +1,7 @@
 import { randomBytes } from "node:crypto";
 import { setTimeout as sleep } from "node:timers/promises";
-import { DomainError, isValidEmail, newId, normalizeEmail, type Sql } from "@affiliate/platform";
+import { isValidEmail, normalizeEmail } from "@affiliate/contract-rules";
+import { DomainError, newId, type Sql } from "@affiliate/platform";
 import { outbox } from "../events/outbox.js";
 import {
   findActivePartnershipByEmail,

@@ -1,4 +1,5 @@
-import { keysetPage, normalizeEmail, type PageTokens, type Queryable } from "@affiliate/platform";
+import { normalizeEmail } from "@affiliate/contract-rules";
+import { keysetPage, type PageTokens, type Queryable } from "@affiliate/platform";
 import { listPartnerships } from "../store/partnerships.js";
 import type { Partnership, PartnershipStatus } from "./types.js";
 

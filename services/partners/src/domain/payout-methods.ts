@@ -1,11 +1,5 @@
-import {
-  checkPayoutDetails,
-  DomainError,
-  maskPayoutDetails,
-  type PayoutDetails,
-  type SealingKey,
-  type Sql,
-} from "@affiliate/platform";
+import { checkPayoutDetails, maskPayoutDetails, type PayoutDetails } from "@affiliate/contract-rules";
+import { DomainError, type SealingKey, type Sql } from "@affiliate/platform";
 import { getPartnershipOrThrow } from "../store/partnerships.js";
 import {
   deletePayoutMethod as deleteRow,
@@ -39,7 +33,7 @@ const masked = (method: PayoutMethod): PayoutMethod => ({ ...method, details: ma
 
 /**
  * The affiliate sets how it is paid (contract section 19): the details are checked field by field
- * (platform/payout-details.ts, the rule the REST shapes use too), normalised, sealed and stored,
+ * (contract-rules/payout-details.ts, the rule the REST shapes use too), normalised, sealed and stored,
  * replacing the previous method. Answers the method masked.
  */
 export async function setPayoutMethod(

@@ -1,11 +1,5 @@
-import {
-  DomainError,
-  newId,
-  normalizeEmail,
-  type Sql,
-  type TransactionSql,
-  uniqueViolation,
-} from "@affiliate/platform";
+import { normalizeEmail } from "@affiliate/contract-rules";
+import { DomainError, newId, type Sql, type TransactionSql, uniqueViolation } from "@affiliate/platform";
 import { outbox } from "../events/outbox.js";
 import {
   externalIdConstraint,

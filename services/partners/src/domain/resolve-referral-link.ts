@@ -1,4 +1,5 @@
-import { DomainError, type Queryable, referralCodePattern } from "@affiliate/platform";
+import { referralCodePattern } from "@affiliate/contract-rules";
+import { DomainError, type Queryable } from "@affiliate/platform";
 import { activePartnershipsByCode } from "../store/products.js";
 import type { ReferralLink } from "./types.js";
 

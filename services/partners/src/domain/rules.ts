@@ -2,8 +2,6 @@ import { createHash, randomBytes, randomInt } from "node:crypto";
 import {
   characterCount,
   clickSignalActions,
-  DomainError,
-  type FieldErrors,
   type FraudAction,
   type FraudSettings,
   fraudActions,
@@ -14,7 +12,8 @@ import {
   normalizeEmail,
   referralCodePattern,
   referralUrlTemplateProblem,
-} from "@affiliate/platform";
+} from "@affiliate/contract-rules";
+import { DomainError, type FieldErrors } from "@affiliate/platform";
 import {
   type CommissionOverride,
   commissionTypes,

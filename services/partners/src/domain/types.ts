@@ -1,4 +1,4 @@
-import type { FraudSettings } from "@affiliate/platform";
+import type { FraudSettings } from "@affiliate/contract-rules";
 
 /** The partners service's own vocabulary; the RPC edge maps it to and from proto. */
 

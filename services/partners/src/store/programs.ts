@@ -1,4 +1,5 @@
-import { DomainError, defaultFraudSettings, type FraudSettings, type Queryable } from "@affiliate/platform";
+import { defaultFraudSettings, type FraudSettings } from "@affiliate/contract-rules";
+import { DomainError, type Queryable } from "@affiliate/platform";
 import type { Program, ProgramChanges } from "../domain/types.js";
 
 const programColumns = (sql: Queryable) => sql`

@@ -1,4 +1,4 @@
-import type { PayoutDetails } from "@affiliate/platform";
+import type { PayoutDetails } from "@affiliate/contract-rules";
 
 /**
  * What the payouts use cases need from other services, in the domain's words. The adapters in

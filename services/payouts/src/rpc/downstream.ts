@@ -1,4 +1,5 @@
-import { asRead, inBatches, type PayoutDetails } from "@affiliate/platform";
+import type { PayoutDetails } from "@affiliate/contract-rules";
+import { asRead, inBatches } from "@affiliate/platform";
 import type { LedgerService } from "@affiliate/proto/ledger";
 import {
   type PartnersAdminService,

@@ -1,4 +1,5 @@
-import { DomainError, type ErasureSubject, isValidEmail, newId, normalizeEmail, type Sql } from "@affiliate/platform";
+import { isValidEmail, normalizeEmail } from "@affiliate/contract-rules";
+import { DomainError, type ErasureSubject, newId, type Sql } from "@affiliate/platform";
 import { enqueueCustomerErased } from "../events/outbox.js";
 import {
   completeErasure,

@@ -1,4 +1,4 @@
-import { referralCodePattern } from "@affiliate/platform";
+import { referralCodePattern } from "@affiliate/contract-rules";
 import type { ProviderCommand, Referral } from "../../domain/types.js";
 import {
   chargeSchema,

@@ -2,9 +2,9 @@ import {
   type FraudAction,
   type FraudSettings,
   type PaymentSignal,
-  type Queryable,
   refundRateWindowDays,
-} from "@affiliate/platform";
+} from "@affiliate/contract-rules";
+import type { Queryable } from "@affiliate/platform";
 import { countedClicksNear, refundHistories } from "../../store/fraud.js";
 import type { EventRow } from "../../store/tracking-events.js";
 import type { Attribution, FraudFlag } from "../types.js";

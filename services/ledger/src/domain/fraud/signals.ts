@@ -9,7 +9,7 @@
  * emails; a bot names the user-agent token, not the user agent. The merchant reads it beside the
  * commission; the affiliate never does (it would teach evasion).
  */
-import { refundRateWindowDays } from "@affiliate/platform";
+import { refundRateWindowDays } from "@affiliate/contract-rules";
 import type { FraudFlag } from "../types.js";
 
 /**

@@ -1,4 +1,4 @@
-import type { PayoutDetails } from "@affiliate/platform";
+import type { PayoutDetails } from "@affiliate/contract-rules";
 import { csvText } from "./csv.js";
 import { decimalAmount } from "./money.js";
 import { payoutReference } from "./reference.js";

@@ -3,10 +3,9 @@ import { characterCount } from "./text.js";
 
 /**
  * The one set of rules for affiliates' payout details (contract section 19): the public REST
- * shapes (@affiliate/platform/payout-details, browser-safe) and the partners service, which
- * stores them, check and mask with these functions, so no detail passes one check and fails the
- * other. Details are stored normalised: emails trimmed and lowercased, IBANs without spaces and
- * uppercased, currencies uppercased.
+ * shapes and the partners service, which stores them, check and mask with these functions, so no
+ * detail passes one check and fails the other. Details are stored normalised: emails trimmed and
+ * lowercased, IBANs without spaces and uppercased, currencies uppercased.
  */
 export type PayoutDetails = PaypalDetails | WiseDetails;
 

@@ -1,6 +1,6 @@
 /**
- * The bounds of amounts and commission terms (contract sections 5 and 12), free of dependencies:
- * the services and the public REST shapes (@affiliate/platform/commission-terms) check the same.
+ * The bounds of amounts and commission terms (contract sections 5 and 12): the services and
+ * the public REST shapes check the same.
  */
 
 /** The largest payment accepted: one billion in the major unit. */

@@ -1,9 +1,8 @@
 import { characterCount } from "./text.js";
 
 /**
- * The one email rule of the platform: the services and the public REST shapes
- * (@affiliate/platform/email) normalise and check an address with these two functions, so none
- * passes one check and fails another. Emails are stored and compared trimmed and lowercased, so
+ * The one email rule of the platform: the services and the public REST shapes normalise and
+ * check an address with these two functions, so none passes one check and fails another. Emails are stored and compared trimmed and lowercased, so
  * equality is exact (spec 4.11: "matched exactly against stored values").
  */
 export function normalizeEmail(email: string): string {

@@ -1,8 +1,7 @@
 /**
- * The vocabulary of the fraud settings (contract section 18), free of dependencies: partners
- * validates and stores them, the ledger applies them, the public REST shapes
- * (@affiliate/platform/fraud-settings) describe them. The signals themselves are in the ledger
- * (services/ledger/src/domain/fraud/signals.ts).
+ * The vocabulary of the fraud settings (contract section 18): partners validates and stores
+ * them, the ledger applies them, the public REST shapes describe them. The signals themselves are
+ * in the ledger (services/ledger/src/domain/fraud/signals.ts).
  */
 
 /** Signals raised on a payment: they hold (flag) or reject its commissions. */

@@ -1,5 +1,5 @@
-// The text rules of contract section 11, free of dependencies: the RPC servers (refuse-bad-text.ts)
-// and the public REST shapes (@affiliate/platform/text) apply the same ones.
+// The text rules of contract section 11: the RPC servers (@affiliate/platform's refuse-bad-text.ts)
+// and the public REST shapes apply the same ones.
 
 /** Without the `u` flag, which would read a surrogate pair as one code point. */
 const unpairedSurrogate = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
