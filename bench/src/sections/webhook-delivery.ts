@@ -153,7 +153,7 @@ async function seedDeliveries(
   for (let start = 0; start < count; start += rowsPerStatement) {
     const rows = [];
     for (let i = start; i < Math.min(count, start + rowsPerStatement); i++) {
-      const eventId = newId("evt");
+      const eventId = newId("msg");
       const id = newId("dlv");
       ids.push(id);
       rows.push({

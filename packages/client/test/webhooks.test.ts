@@ -13,7 +13,7 @@ const otherSecret = `whsec_${Buffer.from("another endpoint's secret......").toSt
 
 /** A delivery signed with each of `secrets`, the signatures space-separated in one header. */
 function delivery(body: string, secrets: string[], at = new Date()) {
-  const id = "evt_01";
+  const id = "msg_01";
   const signature = secrets.map((secret) => new Webhook(secret).sign(id, at, body)).join(" ");
   return {
     "webhook-id": id,
@@ -23,7 +23,7 @@ function delivery(body: string, secrets: string[], at = new Date()) {
 }
 
 const payoutBody =
-  '{"id":"evt_01","type":"payout.completed","created_at":"2026-01-01T00:00:00.000Z","data":{"id":"po_1","status":"completed","amount_cents":9007199254740993,"adjustment_cents":-1,"commission_count":2}}';
+  '{"id":"msg_01","type":"payout.completed","created_at":"2026-01-01T00:00:00.000Z","data":{"id":"po_1","status":"completed","amount_cents":9007199254740993,"adjustment_cents":-1,"commission_count":2}}';
 
 describe("verifyWebhook", () => {
   it("during a rotation, a delivery signed with both secrets verifies with either, and with both", () => {
@@ -36,7 +36,7 @@ describe("verifyWebhook", () => {
   it("after the rotation, the old secret alone no longer verifies a delivery signed with the new one", () => {
     const headers = delivery(payoutBody, [newSecret]);
     expect(() => verifyWebhook(payoutBody, headers, [oldSecret])).toThrow(WebhookVerificationError);
-    expect(verifyWebhook(payoutBody, headers, [oldSecret, newSecret]).id).toBe("evt_01");
+    expect(verifyWebhook(payoutBody, headers, [oldSecret, newSecret]).id).toBe("msg_01");
   });
 
   it("returns the typed event, int64 amounts as exact bigints", () => {
@@ -65,7 +65,7 @@ describe("verifyWebhook", () => {
   });
 
   it("refuses a verified delivery of an event type this client does not know", () => {
-    const body = '{"id":"evt_01","type":"commission.teleported","created_at":"2026-01-01T00:00:00.000Z","data":{}}';
+    const body = '{"id":"msg_01","type":"commission.teleported","created_at":"2026-01-01T00:00:00.000Z","data":{}}';
     expect(() => verifyWebhook(body, delivery(body, [newSecret]), newSecret)).toThrow(/does not know/);
   });
 });

@@ -130,7 +130,7 @@ const streamNotFound = 10059;
  * Writes an event into the outbox of the transaction `tx`: it is published if and only if the
  * transaction commits. `event` comes from the registry in @affiliate/proto/events, which pairs
  * the subject ("partners.partnership.created") with the message the payload must be. Every event
- * message carries its own `id` (made with `newId("evt")`), which becomes the outbox key and the
+ * message carries its own `id` (made with `newId("msg")`), which becomes the outbox key and the
  * `Nats-Msg-Id`.
  */
 export async function enqueueEvent<Desc extends DescMessage>(
@@ -189,7 +189,7 @@ interface EventEnvelope {
 /** A domain event message's own fields: all but the envelope, which enqueueDomainEvent fills. */
 export type EventFields<Desc extends DescMessage> = Omit<MessageInitShape<Desc>, "$typeName" | keyof EventEnvelope>;
 
-/** The message of `event` with its envelope: a new `evt_` id and `occurredAt`. */
+/** The message of `event` with its envelope: a new `msg_` id and `occurredAt`. */
 function withEnvelope<Desc extends DescMessage>(
   event: DomainEvent<Desc>,
   fields: EventFields<Desc>,
@@ -197,13 +197,13 @@ function withEnvelope<Desc extends DescMessage>(
 ): MessageShape<Desc> & EventEnvelope {
   // Every registry message has the envelope (the registry's test checks it); TypeScript cannot
   // see that through a generic message type.
-  const init = { ...fields, id: newId("evt"), occurredAt } as unknown as MessageInitShape<Desc>;
+  const init = { ...fields, id: newId("msg"), occurredAt } as unknown as MessageInitShape<Desc>;
   return create(event.schema, init) as MessageShape<Desc> & EventEnvelope;
 }
 
 /**
  * Writes a domain event into the outbox of `tx` (enqueueEvent) with its envelope made here: a new
- * `evt_` id, which is also its outbox key and `Nats-Msg-Id`, and the time now. The caller gives
+ * `msg_` id, which is also its outbox key and `Nats-Msg-Id`, and the time now. The caller gives
  * only what the event says.
  */
 export function enqueueDomainEvent<Desc extends DescMessage>(
@@ -216,7 +216,7 @@ export function enqueueDomainEvent<Desc extends DescMessage>(
 
 /**
  * Writes many domain events of one type into the outbox of `tx` with one statement
- * (enqueueEvents), each with its own `evt_` id and all with the same `occurredAt`.
+ * (enqueueEvents), each with its own `msg_` id and all with the same `occurredAt`.
  */
 export function enqueueDomainEvents<Desc extends DescMessage>(
   tx: Queryable,

@@ -7,7 +7,10 @@ export type IdPrefix =
   | "ptn"
   | "com"
   | "po"
+  /** A tracking event (a click, signup or payment the ledger records; POST /events). */
   | "evt"
+  /** A domain event: its outbox key and Nats-Msg-Id, and the webhook-id of the webhook it becomes. */
+  | "msg"
   | "wh"
   | "adj"
   /** An affiliate's sign-in by email (partners). */

@@ -102,7 +102,7 @@ async function consume(
 }
 
 /** Publishes with `id` as Nats-Msg-Id (a new event id unless given); null publishes without one. */
-async function publish(subject: string, data: string, id: string | null = newId("evt")): Promise<string> {
+async function publish(subject: string, data: string, id: string | null = newId("msg")): Promise<string> {
   const ack = await js.publish(wireSubject(events.namespace, subject), Buffer.from(data), id ? { msgID: id } : {});
   expect(ack.duplicate).toBe(false);
   return id ?? "";
@@ -141,7 +141,7 @@ describe("startDurableConsumer", () => {
   it("acks a redelivered event without applying it again", async () => {
     const subject = "svc.applied.before";
     const durable = "applied_before";
-    const already = newId("evt");
+    const already = newId("msg");
     // As if a previous delivery was applied and committed but its ack was lost.
     await sql`insert into applied_events (consumer, event_id) values (${durable}, ${already})`;
     const { calls } = await consume(subject, durable, () => undefined);
@@ -389,7 +389,7 @@ describe("startDurableConsumer", () => {
       const hdrs = headers();
       hdrs.set("traceparent", `00-${traceId}-b7ad6b7169203331-01`);
       await js.publish(wireSubject(events.namespace, subject), Buffer.from("x"), {
-        msgID: newId("evt"),
+        msgID: newId("msg"),
         headers: hdrs,
       });
 

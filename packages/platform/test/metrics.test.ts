@@ -178,7 +178,7 @@ describe("outbox metrics", () => {
   it("show the backlog and the age of its oldest event, and count what the relay publishes", async () => {
     await sql`delete from outbox`;
     for (const ageSeconds of [90, 30, 5]) {
-      const id = newId("evt");
+      const id = newId("msg");
       const payload = toBinary(ProductKeysRotatedSchema, create(ProductKeysRotatedSchema, { id, productId: "prd_1" }));
       await sql`
         insert into outbox (id, subject, payload, created_at)
@@ -225,7 +225,7 @@ describe("consumer metrics", () => {
     });
     // The outbox test published on this stream: the consumer must see only this test's events.
     await jsm.streams.purge(stream);
-    const ids = [0, 1, 2].map(() => newId("evt"));
+    const ids = [0, 1, 2].map(() => newId("msg"));
     let failedOnce = false;
     const consumer: DurableConsumer = await startDurableConsumer({
       sql,

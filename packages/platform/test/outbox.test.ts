@@ -85,7 +85,7 @@ function relay(options: Partial<OutboxRelayOptions> = {}): OutboxRelay {
 }
 
 const keysRotated = (productId = "prd_1") =>
-  create(ProductKeysRotatedSchema, { id: newId("evt"), occurredAt: timestampNow(), productId });
+  create(ProductKeysRotatedSchema, { id: newId("msg"), occurredAt: timestampNow(), productId });
 
 /** Enqueues an event in a transaction of its own, as a use case does with its state change. */
 async function enqueue(event = keysRotated()) {
@@ -210,7 +210,7 @@ describe("outbox relay", () => {
     expect(published.map((message) => fromBinary(ProductKeysRotatedSchema, message.data))).toEqual(batch);
   });
 
-  it("gives a domain event its envelope: a new evt_ id, which keys the outbox row, and the time of enqueueing", async () => {
+  it("gives a domain event its envelope: a new msg_ id, which keys the outbox row, and the time of enqueueing", async () => {
     const before = Date.now();
     await sql.begin(async (tx) => {
       await enqueueDomainEvent(tx, keysRotatedEvent, { productId: "prd_one" });
@@ -222,7 +222,7 @@ describe("outbox relay", () => {
     expect(messages.map((message) => message.productId)).toEqual(["prd_one", "prd_two", "prd_three"]);
     expect(messages.map((message) => message.id)).toEqual(rows.map((row) => row.id));
     for (const message of messages) {
-      expect(message.id).toMatch(/^evt_/);
+      expect(message.id).toMatch(/^msg_/);
       const occurredAt = message.occurredAt ? timestampDate(message.occurredAt).getTime() : 0;
       expect(occurredAt >= before && occurredAt <= after).toBe(true);
     }

@@ -27,7 +27,7 @@ async function waitFor(condition: () => boolean | Promise<boolean>, timeoutMs = 
 }
 
 function rotated(productId: string): Uint8Array {
-  return toBinary(ProductKeysRotatedSchema, create(ProductKeysRotatedSchema, { id: "evt_1", productId }));
+  return toBinary(ProductKeysRotatedSchema, create(ProductKeysRotatedSchema, { id: "msg_1", productId }));
 }
 
 /** A cache over two products' keys, each key resolved once so it is cached. */
@@ -100,7 +100,7 @@ describe("affiliate token evictions", () => {
       subject: partnershipCreated.subject,
       data: toBinary(
         partnershipCreated.schema,
-        create(partnershipCreated.schema, { id: "evt_0", partnership: { id: "ptn_a" } }),
+        create(partnershipCreated.schema, { id: "msg_0", partnership: { id: "ptn_a" } }),
       ),
     });
     await warm();
@@ -109,7 +109,7 @@ describe("affiliate token evictions", () => {
       subject: partnershipTokensRevoked.subject,
       data: toBinary(
         partnershipTokensRevoked.schema,
-        create(partnershipTokensRevoked.schema, { id: "evt_1", productId: "prd_a", partnershipId: "ptn_a" }),
+        create(partnershipTokensRevoked.schema, { id: "msg_1", productId: "prd_a", partnershipId: "ptn_a" }),
       ),
     });
     await warm();
@@ -118,7 +118,7 @@ describe("affiliate token evictions", () => {
       subject: partnershipStatusChanged.subject,
       data: toBinary(
         partnershipStatusChanged.schema,
-        create(partnershipStatusChanged.schema, { id: "evt_2", partnership: { id: "ptn_b", productId: "prd_a" } }),
+        create(partnershipStatusChanged.schema, { id: "msg_2", partnership: { id: "ptn_b", productId: "prd_a" } }),
       ),
     });
     await warm();
@@ -347,7 +347,7 @@ describe("key evictions over the real NATS", () => {
       expect(fake.callsOf("authenticate")).toBe(3);
 
       fake.rotateKeys(product.productId);
-      const event = create(ProductKeysRotatedSchema, { id: "evt_rotation", productId: product.productId });
+      const event = create(ProductKeysRotatedSchema, { id: "msg_rotation", productId: product.productId });
       await publisher
         .jetstream()
         .publish(

@@ -72,7 +72,7 @@ describe("the ledger's view of partners", () => {
       data: toBinary(
         event.schema,
         create(event.schema, {
-          id: "evt_1",
+          id: "msg_1",
           partnership: create(PartnershipSchema, { id: "ptn_1", productId: "prd_1" }),
         }),
       ),

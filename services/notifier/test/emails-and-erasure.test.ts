@@ -61,7 +61,7 @@ const to = (address: string) => mails.filter((mail) => mail.to.includes(address)
 
 function registration(partnershipId: string, notify: boolean) {
   return create(PartnershipCreatedSchema, {
-    id: newId("evt"),
+    id: newId("msg"),
     occurredAt: timestampNow(),
     partnership: { id: partnershipId, productId },
     notify,
@@ -70,7 +70,7 @@ function registration(partnershipId: string, notify: boolean) {
 
 function refund(commissionId: string, change: { previousStatus: CommissionStatus; previous: bigint; next: bigint }) {
   return create(CommissionRefundedSchema, {
-    id: newId("evt"),
+    id: newId("msg"),
     occurredAt: timestampNow(),
     commission: { id: commissionId, productId, partnershipId: "ptn_refunds" },
     previousAmountCents: change.previous,
@@ -139,7 +139,7 @@ describe("emails through a real SMTP server", () => {
         "partners.affiliate.login_requested",
         AffiliateLoginRequestedSchema,
         create(AffiliateLoginRequestedSchema, {
-          id: newId("evt"),
+          id: newId("msg"),
           occurredAt: timestampNow(),
           productId,
           partnershipId: "ptn_signin",
@@ -162,7 +162,7 @@ describe("emails through a real SMTP server", () => {
     h.owners.addPartnership(productId, "ptn_twice", { email: "twice@example.com", name: "Twice" });
     const event = {
       productId,
-      body: { id: newId("evt"), type: "partnership.created", created_at: new Date().toISOString(), data: {} },
+      body: { id: newId("msg"), type: "partnership.created", created_at: new Date().toISOString(), data: {} },
       emails: [
         {
           template: "welcome" as const,
@@ -191,7 +191,7 @@ describe("erasure (ErasureOwnerService)", () => {
       events: [],
     });
     const body = (email: string) => ({
-      id: newId("evt"),
+      id: newId("msg"),
       type: "commission.created",
       created_at: new Date().toISOString(),
       data: { id: "com_x", customer_email: email },
@@ -202,7 +202,7 @@ describe("erasure (ErasureOwnerService)", () => {
     ] as const) {
       await h.sql`
         insert into deliveries (id, product_id, endpoint_id, event_id, event_type, payload, status)
-        values (${newId("dlv")}, ${pid}, ${wid ?? ""}, ${newId("evt")}, 'commission.created',
+        values (${newId("dlv")}, ${pid}, ${wid ?? ""}, ${newId("msg")}, 'commission.created',
                 ${h.sql.json(body("gone@example.com"))}, 'succeeded')`;
     }
     const found = await h.erasure.findCustomer({ productId, email: "gone@example.com" });
@@ -236,12 +236,12 @@ describe("erasure of the email quoted in free text", () => {
     const { webhook } = await h.notifier.createWebhook({ productId, url: "https://example.com/quoted", events: [] });
     await h.sql`
       insert into deliveries (id, product_id, endpoint_id, event_id, event_type, payload, status)
-      values (${newId("dlv")}, ${productId}, ${webhook?.id ?? ""}, ${newId("evt")}, 'commission.refunded',
+      values (${newId("dlv")}, ${productId}, ${webhook?.id ?? ""}, ${newId("msg")}, 'commission.refunded',
               ${h.sql.json({ data: { id: "com_q", customer_email: null, reason: "Customer QUOTED@Example.com disputed" } })},
               'succeeded')`;
     await h.sql`
       insert into emails (id, product_id, event_id, template, recipient, subject, text_body, html_body, status)
-      values (${newId("eml")}, ${productId}, ${newId("evt")}, 'refund_notice', 'aff@example.com', 'Refunded',
+      values (${newId("eml")}, ${productId}, ${newId("msg")}, 'refund_notice', 'aff@example.com', 'Refunded',
               'Reason given: Customer QUOTED@Example.com disputed', '<p>Reason given: Customer quoted@example.com</p>',
               'recorded')`;
     const counts = (response: { stores: { store: string; records: bigint }[] }) =>
@@ -304,7 +304,7 @@ describe("auto-disable and the recovery probe", () => {
         tx,
         {
           productId,
-          body: { id: newId("evt"), type: "payout.created", created_at: new Date().toISOString(), data: {} },
+          body: { id: newId("msg"), type: "payout.created", created_at: new Date().toISOString(), data: {} },
           emails: [],
         },
         h.clock.now,
@@ -324,6 +324,7 @@ describe("auto-disable and the recovery probe", () => {
       .slice(sent)
       .filter((r) => r.body.includes('"webhook.test"') && r.headers["webhook-id"] !== testDelivery?.eventId);
     expect(probes).toHaveLength(1);
+    expect(probes[0]?.headers["webhook-id"]).toMatch(/^msg_[0-9a-f]{32}$/);
     const read = await h.notifier.getWebhook({ productId, webhookId });
     expect(read.webhook).toMatchObject({ enabled: true, disabledReason: 0 });
     await eventually(async () => {

@@ -18,7 +18,7 @@ function productOf(h: Harness) {
       const commissionId = `com_${productId}_${++commissions}`;
       h.owners.addCommission(productId, commissionId, `ptn_${productId}`);
       const event = create(CommissionCreatedSchema, {
-        id: newId("evt"),
+        id: newId("msg"),
         occurredAt: timestampNow(),
         commission: { id: commissionId, productId, partnershipId: `ptn_${productId}` },
       });
@@ -71,7 +71,7 @@ describe("the index of listeners, following its feed", () => {
       expect(h.listeners.decided.fenced).toBeGreaterThan(fencedBefore);
       return eventId;
     });
-    expect(ignored).toMatch(/^evt_/);
+    expect(ignored).toMatch(/^msg_/);
     const asked = h.owners.calls;
     const queriedBefore = h.listeners.decided.queried;
 

@@ -66,9 +66,9 @@ async function fill(tx: Sql): Promise<void> {
   await tx`
     insert into deliveries (id, product_id, endpoint_id, event_id, event_type, payload, status, attempts,
                             next_attempt_at, leased_until, lease_token, created_at)
-    select 'dlv_' || lpad(i::text, 8, '0'), 'prd_' || (i % 20 % ${products}), 'wh_' || (i % 20), 'evt_' || i,
+    select 'dlv_' || lpad(i::text, 8, '0'), 'prd_' || (i % 20 % ${products}), 'wh_' || (i % 20), 'msg_' || i,
       'commission.created',
-      jsonb_build_object('id', 'evt_' || i, 'type', 'commission.created', 'created_at', now()::text,
+      jsonb_build_object('id', 'msg_' || i, 'type', 'commission.created', 'created_at', now()::text,
         'data', jsonb_build_object('id', 'com_' || i, 'customer_email', 'customer' || i || '@example.com',
           'amount_cents', 2000, 'status', 'pending', 'partnership_id', 'ptn_' || (i % 300),
           'affiliate', jsonb_build_object('id', 'aff_' || (i % 300), 'email', 'affiliate' || (i % 300) || '@example.com',
@@ -105,7 +105,7 @@ async function runNotifierQueries(pool: Sql): Promise<void> {
       id: newId("dlv"),
       productId: row.productId,
       endpointId: row.endpointId,
-      payload: { id: "evt_4242", type: "commission.created", created_at: now.toISOString(), data: {} },
+      payload: { id: "msg_4242", type: "commission.created", created_at: now.toISOString(), data: {} },
       traceHeaders: {},
       dueAt: now,
     },

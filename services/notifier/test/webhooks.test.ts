@@ -32,7 +32,7 @@ function fullRefund(commissionId: string) {
     reason: "customer asked",
   });
   return create(CommissionRefundedSchema, {
-    id: newId("evt"),
+    id: newId("msg"),
     occurredAt: timestampNow(),
     commission: { id: commissionId, productId, partnershipId: "ptn_1" },
     previousAmountCents: 2000n,
@@ -125,7 +125,7 @@ describe("customer.erased", () => {
     const requestedAt = new Date("2026-11-26T10:00:00.000Z");
     const completedAt = new Date("2026-11-26T10:00:01.250Z");
     const event = create(CustomerErasedSchema, {
-      id: newId("evt"),
+      id: newId("msg"),
       occurredAt: timestampFromDate(completedAt),
       erasureId: "era_1",
       productId,
@@ -202,7 +202,7 @@ describe("retries on a controllable clock", () => {
     await h.sql`
       insert into deliveries (id, product_id, endpoint_id, event_id, event_type, payload, next_attempt_at,
                               leased_until, lease_token)
-      values (${deliveryId}, ${productId}, ${id}, ${newId("evt")}, 'webhook.test',
+      values (${deliveryId}, ${productId}, ${id}, ${newId("msg")}, 'webhook.test',
               ${h.sql.json({ id: "x", type: "webhook.test", created_at: now.toISOString(), data: {} })},
               ${now}, ${new Date(now.getTime() + 60_000)}, 'dead-worker')`;
     await h.workers.deliveries.drain();
@@ -229,6 +229,8 @@ describe("rotation", () => {
     });
     if (!received) throw new Error("nothing received");
     const headers = received.headers as Record<string, string>;
+    // A webhook's id is a message id (msg_), never a tracking event's (evt_).
+    expect(headers["webhook-id"]).toMatch(/^msg_[0-9a-f]{32}$/);
     expect(headers["webhook-signature"]?.split(" ")).toHaveLength(2);
     expect(new Webhook(old).verify(received.body, headers)).toMatchObject({ type: "webhook.test" });
     expect(new Webhook(fresh).verify(received.body, headers)).toMatchObject({ data: { webhook_id: id } });
@@ -261,7 +263,7 @@ describe("endpoint RPCs", () => {
     for (const deliveryId of ids) {
       await h.sql`
         insert into deliveries (id, product_id, endpoint_id, event_id, event_type, payload, status)
-        values (${deliveryId}, ${productId}, ${id}, ${newId("evt")}, 'webhook.test',
+        values (${deliveryId}, ${productId}, ${id}, ${newId("msg")}, 'webhook.test',
                 ${h.sql.json({ id: "x", type: "webhook.test", created_at: created.toISOString(), data: {} })}, 'failed')`;
     }
     const { requeued } = await h.notifier.recoverDeliveries({

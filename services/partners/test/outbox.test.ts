@@ -33,7 +33,7 @@ describe("events through the outbox", () => {
     });
     // The state change and its event committed together: both are there, nothing published yet.
     const [row] = await h.sql<{ id: string }[]>`select id from outbox where subject = 'partners.partnership.created'`;
-    expect(row?.id).toMatch(/^evt_/);
+    expect(row?.id).toMatch(/^msg_/);
 
     const relay = startOutboxRelay({
       sql: h.sql,

@@ -272,7 +272,7 @@ describe("registering one affiliate", () => {
       select payload from outbox where subject = 'partners.partnership.created' order by seq`;
     const events = rows.map((row) => fromBinary(PartnershipCreatedSchema, row.payload));
     const event = events.find((e) => e.partnership?.id === partnership?.id);
-    expect(event).toMatchObject({ notify: false, newAffiliate: true, id: expect.stringMatching(/^evt_/) });
+    expect(event).toMatchObject({ notify: false, newAffiliate: true, id: expect.stringMatching(/^msg_/) });
     // Events carry ids: the email and the name are asked of GetPartnership by whoever needs them.
     expect(event?.partnership?.affiliate).toMatchObject({ id: partnership?.affiliate?.id, email: "", name: "" });
     expect(partnership?.affiliate).toMatchObject({ name: "Ada Lovelace" });

@@ -13,7 +13,7 @@ export async function unappliedAdjustment(h: Harness, productId: string, partner
     commissionId: newId("com"),
     amountCents,
     payoutId: null,
-    sourceEventId: newId("evt"),
+    sourceEventId: newId("msg"),
   });
   return id;
 }

@@ -126,7 +126,7 @@ export class FakeLedger {
     c.paymentRefundedCents = change.paymentRefundedCents;
     if (change.newAmountCents === 0) c.status = "refunded";
     return create(CommissionRefundedSchema, {
-      id: newId("evt"),
+      id: newId("msg"),
       occurredAt: timestampNow(),
       commission: create(CommissionSchema, {
         id: c.id,

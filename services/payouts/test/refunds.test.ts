@@ -259,7 +259,7 @@ describe("a refund of a commission already paid out", () => {
 
   it("refuses an event it cannot decode, so the consumer terminates it", async () => {
     await expect(
-      h.sql.begin((tx) => handleCommissionRefunded(tx, { id: newId("evt"), data: new Uint8Array([0xff, 0xff]) })),
+      h.sql.begin((tx) => handleCommissionRefunded(tx, { id: newId("msg"), data: new Uint8Array([0xff, 0xff]) })),
     ).rejects.toBeInstanceOf(UndecodableEvent);
   });
 });

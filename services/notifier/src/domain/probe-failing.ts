@@ -27,7 +27,7 @@ export async function probeFailingEndpoints(deps: DeliverDeps): Promise<number> 
     const endpoint = await claimProbe(deps.sql, claimedAt, new Date(claimedAt.getTime() + probeClaimMs));
     if (!endpoint) return enabled;
     const at = deps.clock();
-    const eventId = newId("evt");
+    const eventId = newId("msg");
     const body = JSON.stringify({
       id: eventId,
       type: testEventType,

@@ -56,7 +56,7 @@ export async function wantsEvent(tx: Queryable, productId: string, type: string)
 /** A webhook.test delivery for one endpoint, due now. */
 export async function recordTestDelivery(sql: Queryable, endpoint: Endpoint, now: Date): Promise<Delivery> {
   const body: WebhookBody = {
-    id: newId("evt"),
+    id: newId("msg"),
     type: testEventType,
     created_at: now.toISOString(),
     data: { webhook_id: endpoint.id },
