@@ -147,7 +147,7 @@ const answeredByDeadlines: { deadline: () => number | undefined; keep_alive: num
  * at random so a pool's connections do not all knock at once. postgres.js's own delay grows
  * with every connection of the pool that closed on an error since the last success (3^n / 100 s,
  * up to 20 s), so a pool of ten that lost its primary would wait 10 to 20 s before trying the
- * promoted standby: measured, a failover that was over in 1 s kept the mesh answering 503 for 10.
+ * promoted standby: a failover over in 1 s would keep the mesh answering 503 for 10 (measured).
  */
 const reconnectDelaySeconds = () => 0.1 + Math.random() * 0.4;
 
@@ -250,7 +250,7 @@ function isTemplate(value: unknown): value is TemplateStringsArray {
  * a conflict code nothing of it was applied: it is sent again, as a transaction would be run
  * again (retryConflicts), and its caller sees only the answer of the attempt that succeeded. The
  * idempotency keys' reservation, for one, is such a statement: refused as read-only during a
- * failover, it answered 500 (issue 34). Cursors and row-by-row reads are left alone: part of
+ * failover, it would otherwise answer 500. Cursors and row-by-row reads are left alone: part of
  * their rows may have reached the caller.
  */
 function resendingRefusedStatements(sql: Sql): Sql {

@@ -46,8 +46,8 @@ export interface FollowWhileConnectedOptions {
  * for `silentAfterMs`: a frozen server or a partition keeps the connection open without any
  * disconnect, and events sent meanwhile would arrive late. The heartbeat asks the stream, not
  * only the server: after a NATS node is lost, a stream it led has no leader for seconds while the
- * connection (to another node) and the consumer stay up, and nothing is published meanwhile (the
- * HA test measured a rotated key passing 6 s after its rotation). When answers come again, it
+ * connection (to another node) and the consumer stay up, and nothing is published meanwhile (a
+ * rotated key would keep passing for seconds after its rotation). When answers come again, it
  * reports following again (the cache starts empty: it was cleared when trust was lost).
  */
 export function followWhileConnected(options: FollowWhileConnectedOptions): { stop(): Promise<void> } {

@@ -81,7 +81,7 @@ function assertCleanText(schema: DescMessage, message: Message): void {
  * Server interceptor: refuses a request message carrying bad text in any string field with
  * INVALID_ARGUMENT and a FieldViolations detail naming the fields, before a handler runs. Every
  * service deploys alone, so each refuses bad text itself instead of trusting the gateway to; a
- * handler never hands Postgres a string it cannot store (which was a 500).
+ * handler never hands Postgres a string it cannot store (which would be a 500).
  */
 export const refuseBadText: Interceptor = (next) => async (req) => {
   if (!req.stream) {

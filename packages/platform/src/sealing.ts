@@ -53,8 +53,8 @@ export class SealingKey {
       const text = openWith(versioned, bytes.subarray(1));
       if (text !== undefined) return text;
     }
-    // Unversioned: its first byte was the nonce's, which may equal a version by chance (the tag
-    // told the two apart above).
+    // Unversioned: its first byte is the nonce's, which may equal a version by chance (the tag
+    // tells the two apart above).
     const unversioned = this.#keys.get(1);
     const text = unversioned && openWith(unversioned, bytes);
     if (text === undefined) {

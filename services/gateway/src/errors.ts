@@ -55,7 +55,7 @@ export type PathResource = "Affiliate" | "Commission" | "Payout" | "Webhook" | "
  * The ids in a request's path, parsed with `schema`. An id with bad text (U+0000, an unpaired
  * surrogate) names nothing that can exist, so it is the 404 of an unknown id (contract section
  * 11), worded as the owning service words it: `<resource> <id> not found`. Any other problem
- * (an id over 128 characters) is the validation envelope, as before.
+ * (an id over 128 characters) is the validation envelope.
  */
 export function pathParamsOrThrow<T extends Record<string, string>>(
   schema: z.ZodType<T>,

@@ -23,7 +23,7 @@ export interface PartnershipLookup {
 export interface PartnershipLookupOptions {
   /**
    * How long a product's active count is reused (0: asked every time). Dashboards poll the stats,
-   * and the count was a fifth of a summary's CPU; a count a few seconds old reads the same.
+   * and the count costs a fifth of a summary's CPU; a count a few seconds old reads the same.
    */
   activeCountTtlMs: number;
   /** The clock of the count's expiry; tests pass their own. */

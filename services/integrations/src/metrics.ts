@@ -4,7 +4,7 @@ import type { EventOutcome } from "./domain/types.js";
 const eventOutcomes: readonly EventOutcome[] = ["applied", "ignored", "waiting", "failed"];
 
 /**
- * Stored Stripe events by the outcome each apply attempt recorded (issue 23 item 5): `applied`,
+ * Stored Stripe events by the outcome each apply attempt recorded: `applied`,
  * `ignored` (nothing to do: a type or a case the mapping leaves alone) and `failed` end the
  * event; `waiting` is an attempt that leaves it to be tried again (its payment not yet recorded,
  * the ledger unavailable). Served on METRICS_PORT; `failed` is what the production alert watches.

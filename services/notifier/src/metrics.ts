@@ -2,7 +2,7 @@ import { serviceCounter } from "@affiliate/platform";
 import { type AttemptOutcome, attemptOutcomes } from "./outbound/post-webhook.js";
 
 /**
- * Webhook attempts of deliveries by outcome (issue 23 item 6): the answer's class or why none
+ * Webhook attempts of deliveries by outcome: the answer's class or why none
  * came. Served on METRICS_PORT beside the platform's families (the job worker's
  * `jobs_runs_total{table="deliveries"}` counts runs, not what the receivers answered). Every
  * outcome starts at 0, so `rate()` over any of them exists from the start.

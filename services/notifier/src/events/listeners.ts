@@ -25,8 +25,7 @@ import { endpointSubscriptions } from "../store/endpoints.js";
  *   answers every question asked while the previous one travelled. "Somebody listens" needs no
  *   fence: the handler reads the endpoints again in its transaction, which decides.
  * - **Falling back.** Until the feed is up and loaded, or when a heartbeat is not back within
- *   `fenceTimeoutMs` (the connection is then replaced), the question is asked of the database,
- *   as it was before this index.
+ *   `fenceTimeoutMs` (the connection is then replaced), the question is asked of the database.
  */
 export interface Listeners {
   /** Whether an event of `type` in `productId` may have a subscribed endpoint, as of now. */

@@ -2,7 +2,7 @@ import { lookup as dnsLookup, type LookupAddress } from "node:dns";
 import { BlockList, isIP } from "node:net";
 
 /**
- * Addresses a webhook may never reach (contract 9, issue 10 item 4): loopback, private, link-local
+ * Addresses a webhook may never reach (contract 9): loopback, private, link-local
  * (cloud metadata 169.254.169.254 included), CGNAT, unique-local, multicast, reserved and
  * "this network" (0.0.0.0/8). IPv4-mapped IPv6 is judged by the IPv4 address it carries.
  */

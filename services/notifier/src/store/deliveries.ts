@@ -129,7 +129,7 @@ export async function requeueFailed(
 /**
  * Deletes deliveries (with their attempts) created before `before`, in batches; answers how many.
  * The batch is deleted by id (`= any(array(…))`, the primary key): as a join, a table without
- * statistics was hashed whole at every batch. Rows another transaction holds are skipped (the
+ * statistics would be hashed whole at every batch. Rows another transaction holds are skipped (the
  * next run deletes them), so the purge never waits and never closes a cycle of locks.
  */
 export async function purgeDeliveries(sql: Queryable, before: Date, batchSize = 5000): Promise<number> {

@@ -6,9 +6,9 @@ import type { DisabledReason, Endpoint } from "../domain/types.js";
  *
  * Deleting an endpoint locks its row, then (the foreign key's cascade) every delivery of it; the
  * delivery worker's finish locks the delivery it holds (packages/platform, job-worker.ts), then
- * wrote the endpoint's failing mark. Met head-on, each waited on the other: "deadlock detected",
- * and DELETE /api/v1/webhooks/:id answered 500 while the endpoint's test delivery was attempted
- * (issue 22 item 3). So every transaction that holds an endpoint's row and rows of its deliveries
+ * writes the endpoint's failing mark. Met head-on in that order, each would wait on the other
+ * ("deadlock detected", and DELETE /api/v1/webhooks/:id answering 500 while the endpoint's test
+ * delivery is attempted). So every transaction that holds an endpoint's row and rows of its deliveries
  * takes the endpoint's row first, in the weakest mode that serves it:
  *
  * - delete: FOR UPDATE (the DELETE itself), then the cascade;

@@ -78,11 +78,10 @@ function clientReferral(reference: string | null | undefined): Referral | undefi
  * Which events must be applied one at a time, in the order received: a customer's (its signup
  * before its payments), and a charge's when they name no customer: a dispute's opening before its
  * closing (a dispute names only its charge), and a refund of that charge. Applied in parallel,
- * a closing that ran first turned the opening into a replay ("recorded already") instead of what
- * it was. A refund or dispute still waits for its payment by itself (its payment may be in another
- * group). The group is stored with the event when it is received: events stored before this
- * grouping keep the group they were stored with (`event:<id>`), which only means they may be
- * applied in parallel as before, so existing rows need no migration.
+ * a closing that ran first would turn the opening into a replay ("recorded already") instead of
+ * what it is. A refund or dispute still waits for its payment by itself (its payment may be in
+ * another group). The group is stored with the event when it is received and never recomputed;
+ * an event in a group of its own (`event:<id>`) may be applied in parallel with any other.
  */
 export function applyGroupOf(event: StripeEvent): string {
   const object = event.data.object;
