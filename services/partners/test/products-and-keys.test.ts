@@ -1,6 +1,7 @@
 import { KeyMode } from "@affiliate/proto/partners";
 import { Code, ConnectError } from "@connectrpc/connect";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { generateKey } from "../src/domain/rules.js";
 import { type Harness, startHarness } from "./harness.js";
 
 let h: Harness;
@@ -23,8 +24,16 @@ describe("products and keys", () => {
     const { product, keys } = await h.admin.createProduct({ name: "  Acme  " });
     expect(product?.id).toMatch(/^prd_[0-9a-f]{32}$/);
     expect(product?.name).toBe("Acme");
-    expect(keys?.secretKey).toMatch(/^sk_live_[A-Za-z0-9_-]{32}$/);
-    expect(keys?.testSecretKey).toMatch(/^sk_test_[A-Za-z0-9_-]{32}$/);
+    expect(keys?.secretKey).toMatch(/^sk_live_[A-Za-z0-9]{33}$/);
+    expect(keys?.testSecretKey).toMatch(/^sk_test_[A-Za-z0-9]{33}$/);
+  });
+
+  it("makes keys of letters and digits only, all different: a double-click selects a whole key", () => {
+    const made = Array.from({ length: 2000 }, () => generateKey("live"));
+    for (const key of made) expect(key).toMatch(/^sk_live_[A-Za-z0-9]{33}$/);
+    expect(new Set(made).size).toBe(made.length);
+    // All 62 characters turn up in 66,000 draws: none is left out of the alphabet.
+    expect(new Set(made.map((key) => key.slice("sk_live_".length)).join("")).size).toBe(62);
   });
 
   it("stores keys only as hashes", async () => {

@@ -29,8 +29,8 @@ const uniqueCode = () => `LINK_${Math.random().toString(36).slice(2, 10)}`;
 describe("publishable keys (contract section 17)", () => {
   it("are made with the product, authenticate as publishable, and read back", async () => {
     const { productId, keys } = await newProduct();
-    expect(keys?.publishableKey).toMatch(/^pk_live_[A-Za-z0-9_-]{32}$/);
-    expect(keys?.testPublishableKey).toMatch(/^pk_test_[A-Za-z0-9_-]{32}$/);
+    expect(keys?.publishableKey).toMatch(/^pk_live_[A-Za-z0-9]{33}$/);
+    expect(keys?.testPublishableKey).toMatch(/^pk_test_[A-Za-z0-9]{33}$/);
     expect(await h.partners.authenticate({ apiKey: keys?.publishableKey ?? "" })).toMatchObject({
       productId,
       mode: KeyMode.PUBLISHABLE_LIVE,

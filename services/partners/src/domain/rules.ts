@@ -185,9 +185,24 @@ const keyPrefix: Record<KeyMode, string> = {
   publishable_test: "pk_test_",
 };
 
-/** A new key: the mode's prefix and 192 random bits. */
+const keyAlphabet = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz";
+/** Characters after the prefix: 33 of 62 carry 196 bits. */
+const keyLength = 33;
+
+/**
+ * A new key: the mode's prefix and 196 random bits in letters and digits only. A `-` (as base64url
+ * has) ends the word a double-click selects in a terminal or an editor, and a pattern such as
+ * `sk_live_\w+` that a user greps logs or pastes with would cut the key there.
+ */
 export function generateKey(mode: KeyMode): string {
-  return keyPrefix[mode] + randomBytes(24).toString("base64url");
+  const chars: string[] = [];
+  while (chars.length < keyLength) {
+    for (const byte of randomBytes(keyLength)) {
+      // 248 = 4 x 62: larger bytes are dropped, so every character is equally likely.
+      if (byte < 248 && chars.length < keyLength) chars.push(keyAlphabet.charAt(byte % 62));
+    }
+  }
+  return keyPrefix[mode] + chars.join("");
 }
 
 /**
