@@ -151,20 +151,25 @@ const redeliveries = new Counter({
 export async function startDurableConsumer(options: DurableConsumerOptions): Promise<DurableConsumer> {
   const { sql, js, jsm, stream, durable, namespace, logger } = options;
   // Both idempotent: a TIMEOUT of a busy JetStream at start is tried again, not a crash.
-  const consumer = await retryStartup(logger, `starting consumer ${durable}`, async () => {
-    await jsm.consumers.add(stream, {
-      durable_name: durable,
-      ack_policy: AckPolicy.Explicit,
-      deliver_policy: DeliverPolicy.All,
-      filter_subject: wireSubject(namespace, options.subject),
-      ack_wait: 30 * 1e9,
-      max_deliver: -1,
+  const open = (what: string) =>
+    retryStartup(logger, `${what} consumer ${durable}`, async () => {
+      await jsm.consumers.add(stream, {
+        durable_name: durable,
+        ack_policy: AckPolicy.Explicit,
+        deliver_policy: DeliverPolicy.All,
+        filter_subject: wireSubject(namespace, options.subject),
+        ack_wait: 30 * 1e9,
+        max_deliver: -1,
+      });
+      const consumer = await js.consumers.get(stream, durable);
+      // Pulls renewed every 5 s (heartbeats every 2.5 s) rather than JetStream's 30 s: when the node
+      // leading the consumer is lost, a pull it held is renewed with the new leader within seconds.
+      // A durable found missing ends the pull (nats.js would otherwise wait for someone else to
+      // make it again, and consume nothing meanwhile): the loop below makes it again.
+      return consumer.consume({ max_messages: decidingAtOnce, expires: 5000, abort_on_missing_resource: true });
     });
-    return js.consumers.get(stream, durable);
-  });
-  // Pulls renewed every 5 s (heartbeats every 2.5 s) rather than JetStream's 30 s: when the node
-  // leading the consumer is lost, a pull it held is renewed with the new leader within seconds.
-  const messages = await consumer.consume({ max_messages: decidingAtOnce, expires: 5000 });
+  let messages = await open("starting");
+  let stopping = false;
   const stopSampling = sampleOnScrape(`consumer ${durable}`, async () => {
     const info = await jsm.consumers.info(stream, durable);
     pending.set({ durable }, info.num_pending);
@@ -236,17 +241,33 @@ export async function startDurableConsumer(options: DurableConsumerOptions): Pro
   };
 
   const loop = (async () => {
-    const inFlight = new Set<Promise<void>>();
-    for await (const msg of messages) {
-      const applying: Promise<void> = apply(msg).finally(() => inFlight.delete(applying));
-      inFlight.add(applying);
-      if (inFlight.size >= held) await Promise.race(inFlight);
+    for (;;) {
+      const inFlight = new Set<Promise<void>>();
+      let ended: unknown;
+      try {
+        for await (const msg of messages) {
+          const applying: Promise<void> = apply(msg).finally(() => inFlight.delete(applying));
+          inFlight.add(applying);
+          if (inFlight.size >= held) await Promise.race(inFlight);
+        }
+      } catch (error) {
+        ended = error;
+      }
+      await Promise.all(inFlight);
+      if (stopping) return;
+      // The pull ended without stop(): the durable is gone (deleted, or lost with the JetStream
+      // node that held it without replicas). Left alone, the service would run on and consume
+      // nothing; the durable is made again and resumes from the stream's start, which
+      // applied_events turns into acks of what was applied.
+      logger.error({ err: ended, durable }, "the consumer's pull ended by itself; making the durable again");
+      messages = await open("restarting");
+      if (stopping) messages.stop();
     }
-    await Promise.all(inFlight);
   })();
 
   return {
     async stop() {
+      stopping = true;
       stopSampling();
       messages.stop();
       await loop;

@@ -281,6 +281,27 @@ describe("startDurableConsumer", () => {
     expect(await effects(subject)).toEqual([before, after]);
   });
 
+  it("makes its durable again when the pull ends by itself (the durable deleted), and goes on applying", async () => {
+    const subject = "svc.applied.recreated";
+    const durable = "applied_recreated";
+    await consume(subject, durable, () => undefined);
+    const before = await publish(subject, "a-before");
+    await eventually("the first event applied", async () => (await effects(subject)).length === 1);
+    await eventually("the first event acked", () => settled(durable, 1));
+
+    // As when the JetStream node that held a durable without replicas is lost.
+    await jsm.consumers.delete(stream, durable);
+    const after = await publish(subject, "b-after");
+    await eventually("the durable made again", () =>
+      jsm.consumers.info(stream, durable).then(
+        () => true,
+        () => false,
+      ),
+    );
+    await eventually("the event after it applied", async () => (await effects(subject)).length === 2);
+    expect(await effects(subject)).toEqual([before, after]);
+  });
+
   it("applies up to `concurrency` events at once when asked, each once", async () => {
     const subject = "svc.applied.concurrently";
     let running = 0;
