@@ -81,6 +81,8 @@ export interface DeliveryCheck {
   /** The product's commissions in the ledger vs commission.created deliveries: events lost on the way. */
   commissions: number;
   commissionCreatedDeliveries: number;
+  /** Deliveries by event type: what each request of the mix makes the notifier do. */
+  byType: Record<string, number>;
 }
 
 export interface EmailCheck {
@@ -582,6 +584,10 @@ async function checkDeliveries(
     unexpected: [...seen.keys()].filter((id) => !recordedIds.has(id)).length,
     commissions: commissions?.count ?? 0,
     commissionCreatedDeliveries: rows.filter((row) => row.eventType === "commission.created").length,
+    byType: rows.reduce<Record<string, number>>((counts, row) => {
+      counts[row.eventType] = (counts[row.eventType] ?? 0) + 1;
+      return counts;
+    }, {}),
   };
 }
 
@@ -651,7 +657,13 @@ function verdicts(result: Omit<SoakResult, "verdicts">): SoakResult["verdicts"] 
     },
     {
       target: "every webhook delivered exactly once by webhook-id",
-      figure: `${webhooks.recorded} recorded, ${webhooks.distinct} received, ${webhooks.duplicates} duplicates, ${webhooks.missing} missing, ${webhooks.unexpected} unexpected, ${webhooks.notSucceeded} not succeeded; ${webhooks.commissionCreatedDeliveries} commission.created for ${webhooks.commissions} commissions; emails ${emails.recorded} recorded, ${emails.received} received, ${emails.duplicates} duplicates, ${emails.missing} missing`,
+      figure: `${webhooks.recorded} recorded, ${webhooks.distinct} received, ${webhooks.duplicates} duplicates, ${webhooks.missing} missing, ${webhooks.unexpected} unexpected, ${webhooks.notSucceeded} not succeeded; ${webhooks.commissionCreatedDeliveries} commission.created for ${webhooks.commissions} commissions (by type: ${Object.entries(
+        webhooks.byType,
+      )
+        .map(([type, count]) => `${type} ${count}`)
+        .join(
+          ", ",
+        )}); emails ${emails.recorded} recorded, ${emails.received} received, ${emails.duplicates} duplicates, ${emails.missing} missing`,
       met:
         webhooks.duplicates === 0 &&
         webhooks.missing === 0 &&
