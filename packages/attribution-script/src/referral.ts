@@ -3,6 +3,9 @@
  * so they are tested without a browser; src/affiliate.ts does the reading and writing.
  */
 
+// The contract's own rule (3-50 letters, digits, hyphens, underscores), bundled into the script.
+import { referralCodePattern } from "@affiliate/contract-rules";
+
 /** What the script keeps for the attribution window: the referral, the visitor and when it ends. */
 export interface StoredReferral {
   code: string;
@@ -17,8 +20,6 @@ export interface StoredReferral {
 export const storageName = "aff_ref";
 /** The same referral from one visitor within this long is one click (contract section 17). */
 export const repeatClickMs = 30 * 60 * 1000;
-/** What a referral code may be (the platform's rule): 3-50 letters, digits, hyphens, underscores. */
-export const referralCodePattern = /^[A-Za-z0-9_-]{3,50}$/;
 /** What a visitor id from a referral link (aff_vid) may be. */
 const visitorIdPattern = /^[A-Za-z0-9_-]{1,128}$/;
 
