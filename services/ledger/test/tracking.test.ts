@@ -127,27 +127,16 @@ describe("attribution", () => {
     const productId = await newProduct(h);
     const aff = await newAffiliate(h, productId);
     const second = new Date(Math.floor(ago(day).getTime() / 1000) * 1000);
-    const visitorId = unique("vis");
-    await track(h, {
-      productId,
-      type: EventType.CLICK,
-      referralCode: aff.code,
-      visitorId,
-      occurredAt: new Date(second.getTime() + 400),
-    });
-    const signup = await track(h, { productId, type: EventType.SIGNUP, visitorId, occurredAt: second });
-    expect(signup.event?.partnershipId).toBe(aff.id);
-
-    const tooLate = unique("vis");
-    await track(h, {
-      productId,
-      type: EventType.CLICK,
-      referralCode: aff.code,
-      visitorId: tooLate,
-      occurredAt: new Date(second.getTime() + 1500),
-    });
-    const early = await track(h, { productId, type: EventType.SIGNUP, visitorId: tooLate, occurredAt: second });
-    expect(early.event?.partnershipId ?? "").toBe("");
+    /** Who a signup at `second` is credited to, its visitor's click stamped `clickAfterMs` later. */
+    const creditedWithClickAfter = async (clickAfterMs: number) => {
+      const visitorId = unique("vis");
+      const occurredAt = new Date(second.getTime() + clickAfterMs);
+      await track(h, { productId, type: EventType.CLICK, referralCode: aff.code, visitorId, occurredAt });
+      const signup = await track(h, { productId, type: EventType.SIGNUP, visitorId, occurredAt: second });
+      return signup.event?.partnershipId ?? "";
+    };
+    expect(await creditedWithClickAfter(400)).toBe(aff.id);
+    expect(await creditedWithClickAfter(1500)).toBe("");
   });
 
   it("credits a payment to the signup with the same provider_customer_id", async () => {
